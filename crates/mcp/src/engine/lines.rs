@@ -1,0 +1,132 @@
+//! Newline-delimited framing with a bounded line length.
+//!
+//! A line longer than the limit is not buffered: its bytes are skipped up to the next newline
+//! and the reader reports [`Frame::TooLong`], so one oversized message cannot grow memory and the
+//! connection goes on with the next line. Reading is cancel safe: partial input stays buffered.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// One unit of input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A line, without its `\n` (and without a trailing `\r`).
+    Line(Vec<u8>),
+    /// A line that exceeded the limit; its bytes were dropped.
+    TooLong,
+}
+
+/// Reads newline-delimited frames from an async byte stream.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: R,
+    buffer: Vec<u8>,
+    /// Bytes of `buffer` already searched for a newline.
+    scanned: usize,
+    max_line: usize,
+    /// Inside an oversized line: skip until its newline.
+    skipping: bool,
+    eof: bool,
+}
+
+const CHUNK: usize = 64 * 1024;
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// A reader whose lines may be at most `max_line` bytes.
+    pub fn new(reader: R, max_line: usize) -> Self {
+        LineReader { reader, buffer: Vec::with_capacity(CHUNK.min(max_line + 1)), scanned: 0, max_line, skipping: false, eof: false }
+    }
+
+    /// The next frame, or `None` at end of input. A last line without a newline still counts.
+    pub async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            if let Some(frame) = self.take_frame() {
+                return Ok(Some(frame));
+            }
+            if self.eof {
+                return Ok(self.take_rest());
+            }
+            if self.buffer.capacity() - self.buffer.len() < CHUNK / 4 {
+                self.buffer.reserve(CHUNK);
+            }
+            let n = self.reader.read_buf(&mut self.buffer).await?;
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    fn take_frame(&mut self) -> Option<Frame> {
+        loop {
+            let newline = self.buffer[self.scanned..].iter().position(|&b| b == b'\n').map(|i| i + self.scanned);
+            match newline {
+                Some(end) => {
+                    let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
+                    self.scanned = 0;
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    if std::mem::take(&mut self.skipping) {
+                        return Some(Frame::TooLong);
+                    }
+                    if line.len() > self.max_line {
+                        return Some(Frame::TooLong);
+                    }
+                    return Some(Frame::Line(line));
+                }
+                None if self.buffer.len() > self.max_line => {
+                    // Too long already: drop what we have and skip to the newline.
+                    self.buffer.clear();
+                    self.buffer.shrink_to(CHUNK);
+                    self.scanned = 0;
+                    self.skipping = true;
+                    return None;
+                }
+                None => {
+                    self.scanned = self.buffer.len();
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn take_rest(&mut self) -> Option<Frame> {
+        if std::mem::take(&mut self.skipping) {
+            self.buffer.clear();
+            return Some(Frame::TooLong);
+        }
+        if self.buffer.is_empty() {
+            return None;
+        }
+        self.scanned = 0;
+        Some(Frame::Line(std::mem::take(&mut self.buffer)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Frame> {
+        let mut reader = LineReader::new(input, max);
+        let mut out = Vec::new();
+        while let Some(f) = reader.next().await.unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_keeps_a_last_unterminated_one() {
+        let f = frames(b"a\r\nbb\n\nccc", 10).await;
+        assert_eq!(f, [Frame::Line(b"a".to_vec()), Frame::Line(b"bb".to_vec()), Frame::Line(vec![]), Frame::Line(b"ccc".to_vec())]);
+    }
+
+    #[tokio::test]
+    async fn drops_an_oversized_line_and_goes_on() {
+        let mut input = vec![b'x'; 300_000];
+        input.extend_from_slice(b"\nok\n");
+        let f = frames(&input, 1000).await;
+        assert_eq!(f, [Frame::TooLong, Frame::Line(b"ok".to_vec())]);
+    }
+}

@@ -1,0 +1,135 @@
+//! A legacy session: what `initialize` established, and the requests the server sends the client.
+//!
+//! One per stdio connection that opened with `initialize`, one per `Mcp-Session-Id` on HTTP.
+//! 2026-07-28 requests have no session: everything they need is in their own `_meta`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+use mcp_types::lifecycle::{ClientCapabilities, Implementation};
+use mcp_types::logging::LoggingLevel;
+use mcp_types::{ErrorObject, RequestId};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::outbox::Outbox;
+
+/// The most requests to the client that may wait for an answer at once, per session.
+const MAX_PENDING: usize = 1024;
+const NO_LEVEL: u8 = u8::MAX;
+
+/// The state of one legacy session.
+#[derive(Debug)]
+pub struct Session {
+    /// The negotiated protocol version.
+    pub version: String,
+    /// What the client declared in `initialize`.
+    pub client_capabilities: ClientCapabilities,
+    /// Who the client said it is.
+    pub client_info: Implementation,
+    /// The session-wide stream for messages unrelated to a request (stdio: stdout).
+    pub outbox: Outbox,
+    log_level: AtomicU8,
+    subscriptions: Mutex<HashSet<String>>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    next_id: AtomicI64,
+}
+
+impl Session {
+    /// A session after a successful `initialize`.
+    pub fn new(version: String, caps: ClientCapabilities, info: Implementation, outbox: Outbox) -> Self {
+        Session {
+            version,
+            client_capabilities: caps,
+            client_info: info,
+            outbox,
+            log_level: AtomicU8::new(NO_LEVEL),
+            subscriptions: Mutex::new(HashSet::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(0),
+        }
+    }
+
+    /// The level set by `logging/setLevel`, if any.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        level_from_u8(self.log_level.load(Ordering::Relaxed))
+    }
+
+    /// Sets the session's log level.
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// Subscribes to updates of `uri`; at most `limit` subscriptions are kept.
+    pub fn subscribe(&self, uri: String, limit: usize) -> bool {
+        let mut subs = self.subscriptions.lock().unwrap();
+        if subs.len() >= limit && !subs.contains(&uri) {
+            return false;
+        }
+        subs.insert(uri);
+        true
+    }
+
+    /// Ends a subscription.
+    pub fn unsubscribe(&self, uri: &str) {
+        self.subscriptions.lock().unwrap().remove(uri);
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().unwrap().contains(uri)
+    }
+
+    /// Sends a request to the client on `outbox` and waits for its answer.
+    pub async fn request(&self, outbox: &Outbox, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let id = RequestId::String(format!("s-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if pending.len() >= MAX_PENDING {
+                return Err(ErrorObject::internal("too many requests to the client are waiting for an answer"));
+            }
+            pending.insert(id.clone(), tx);
+        }
+        let guard = PendingGuard { session: self, id: id.clone() };
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if !outbox.send(&message).await {
+            return Err(ErrorObject::internal("the connection to the client is closed"));
+        }
+        let answer = rx.await.unwrap_or_else(|_| Err(ErrorObject::internal("the connection to the client closed")));
+        drop(guard);
+        answer
+    }
+
+    /// Routes a response from the client to the request waiting for it; `false` if none was.
+    pub fn resolve(&self, id: &RequestId, answer: Result<Value, ErrorObject>) -> bool {
+        let waiter = self.pending.lock().unwrap().remove(id);
+        match waiter {
+            Some(tx) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Fails every request still waiting for the client (the connection ended).
+    pub fn fail_pending(&self) {
+        self.pending.lock().unwrap().clear();
+    }
+}
+
+/// Removes a pending entry when its request is dropped (cancelled) before an answer came.
+struct PendingGuard<'a> {
+    session: &'a Session,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.session.pending.lock().unwrap().remove(&self.id);
+    }
+}
+
+fn level_from_u8(n: u8) -> Option<LoggingLevel> {
+    use LoggingLevel::*;
+    [Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency].get(n as usize).copied()
+}

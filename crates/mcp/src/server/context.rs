@@ -1,0 +1,289 @@
+//! [`RequestContext`]: what a handler knows about its request and can do through it, the same on
+//! every era and transport.
+//!
+//! Progress and log messages leave through the request's outbox. Asking the client for input
+//! (elicitation, sampling, roots) is written once: on a legacy session it sends a request to the
+//! client and waits; on a 2026-07-28 request it ends the call with `input_required`, and the
+//! handler runs again when the client retries with the answers (so code before the question runs
+//! once per round; keep it free of side effects, or idempotent).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mcp_types::elicitation::{ElicitAction, ElicitParams, ElicitResult, RequestedSchema};
+use mcp_types::lifecycle::{ClientCapabilities, Implementation};
+use mcp_types::logging::{LoggingLevel, LoggingMessageParams};
+use mcp_types::meta::ProgressToken;
+use mcp_types::mrtr::InputRequest;
+use mcp_types::roots::ListRootsResult;
+use mcp_types::sampling::{CreateMessageParams, CreateMessageResult};
+use mcp_types::utilities::ProgressParams;
+use mcp_types::{ErrorCode, ErrorObject, JsonObject, RequestId};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::outbox::Outbox;
+use crate::engine::session::Session;
+use crate::error::ToolError;
+
+/// The context of one request. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    id: RequestId,
+    protocol_version: String,
+    client_capabilities: ClientCapabilities,
+    client_info: Option<Implementation>,
+    progress_token: Option<ProgressToken>,
+    /// 2026-07-28: the level asked for in this request's `_meta`.
+    request_log_level: Option<LoggingLevel>,
+    outbox: Outbox,
+    session: Option<Arc<Session>>,
+    cancel: CancellationToken,
+    last_progress: Mutex<Option<f64>>,
+    input: InputState,
+    extensions: Mutex<http::Extensions>,
+}
+
+/// Answers to input requests known so far (2026-07-28), and the count of questions asked.
+#[derive(Debug, Default)]
+struct InputState {
+    answers: Mutex<JsonObject>,
+    asked: AtomicUsize,
+}
+
+/// How a request's context is built by the engine.
+pub(crate) struct ContextParts {
+    pub id: RequestId,
+    pub protocol_version: String,
+    pub client_capabilities: ClientCapabilities,
+    pub client_info: Option<Implementation>,
+    pub progress_token: Option<ProgressToken>,
+    pub request_log_level: Option<LoggingLevel>,
+    pub outbox: Outbox,
+    pub session: Option<Arc<Session>>,
+    pub cancel: CancellationToken,
+}
+
+impl RequestContext {
+    pub(crate) fn new(parts: ContextParts) -> Self {
+        RequestContext {
+            inner: Arc::new(Inner {
+                id: parts.id,
+                protocol_version: parts.protocol_version,
+                client_capabilities: parts.client_capabilities,
+                client_info: parts.client_info,
+                progress_token: parts.progress_token,
+                request_log_level: parts.request_log_level,
+                outbox: parts.outbox,
+                session: parts.session,
+                cancel: parts.cancel,
+                last_progress: Mutex::new(None),
+                input: InputState::default(),
+                extensions: Mutex::new(http::Extensions::new()),
+            }),
+        }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// The protocol version of the request (negotiated, or from its `_meta`).
+    pub fn protocol_version(&self) -> &str {
+        &self.inner.protocol_version
+    }
+
+    /// Whether the request is a 2026-07-28 (stateless) one.
+    pub fn is_modern(&self) -> bool {
+        self.inner.session.is_none()
+    }
+
+    /// What the client can do, as declared for this request.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.client_capabilities
+    }
+
+    /// Who the client says it is (self-reported: not for security decisions).
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.inner.client_info.as_ref()
+    }
+
+    /// Resolves when the client cancels the request (or the connection ends).
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await
+    }
+
+    /// The legacy session the request belongs to, if any.
+    pub(crate) fn session(&self) -> Option<&Arc<Session>> {
+        self.inner.session.as_ref()
+    }
+
+    /// Whether the client cancelled the request.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// A value the transport attached to the request (on HTTP: the authenticated caller, the
+    /// request's headers).
+    pub fn extension<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.inner.extensions.lock().unwrap().get::<T>().cloned()
+    }
+
+    #[allow(dead_code)] // used by the HTTP transport
+    pub(crate) fn insert_extension<T: Clone + Send + Sync + 'static>(&self, value: T) {
+        self.inner.extensions.lock().unwrap().insert(value);
+    }
+
+    /// Reports progress, when the client asked for it with a progress token. Values that do not
+    /// increase are dropped, as the spec requires progress to grow.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = self.inner.progress_token.clone() else { return };
+        {
+            let mut last = self.inner.last_progress.lock().unwrap();
+            if last.is_some_and(|l| progress <= l) || self.is_cancelled() {
+                return;
+            }
+            *last = Some(progress);
+        }
+        let params = ProgressParams { progress_token: token, progress, total, message: message.map(Into::into), meta: None };
+        self.notify("notifications/progress", &params).await;
+    }
+
+    /// Sends a log message to the client, when its level is at least the one the client asked for.
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
+        let threshold = match &self.inner.session {
+            Some(session) => session.log_level(),
+            None => self.inner.request_log_level,
+        };
+        if threshold.is_none_or(|t| level < t) || self.is_cancelled() {
+            return;
+        }
+        let params = LoggingMessageParams {
+            level,
+            logger: logger.map(Into::into),
+            data: serde_json::to_value(data).unwrap_or(Value::Null),
+            meta: None,
+        };
+        self.notify("notifications/message", &params).await;
+    }
+
+    /// Sends a notification related to this request.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: &P) {
+        if self.is_cancelled() {
+            return; // nothing more may be sent for a cancelled request
+        }
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.inner.outbox.send(&message).await;
+    }
+
+    /// Asks the user to fill a form described by `T`'s schema (form-mode elicitation).
+    ///
+    /// `Ok` carries what the user did; `content` is `Some` only when they accepted.
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, ToolError> {
+        let schema = super::schema::schema_for::<T>();
+        let requested: RequestedSchema = serde_json::from_value(Value::Object(schema))
+            .map_err(|e| ToolError::new(format!("the elicitation type is not a flat object: {e}")))?;
+        let result = self.elicit_raw(ElicitParams::form(message, requested)).await?;
+        Elicitation::from_result(result)
+    }
+
+    /// Sends any elicitation request, form or URL mode.
+    pub async fn elicit_raw(&self, params: ElicitParams) -> Result<ElicitResult, ToolError> {
+        let caps = &self.inner.client_capabilities;
+        let supported = if params.is_url() { caps.elicitation_url() } else { caps.elicitation_form() };
+        if !supported {
+            let mode = if params.is_url() { json!({"url": {}}) } else { json!({}) };
+            return Err(self.missing_capability(json!({"elicitation": mode}), "elicitation"));
+        }
+        self.ask("elicitation/create", "elicitation", serde_json::to_value(params)?).await
+    }
+
+    /// Asks the client's model for a completion (sampling).
+    pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, ToolError> {
+        let caps = &self.inner.client_capabilities;
+        if caps.sampling.is_none() {
+            return Err(self.missing_capability(json!({"sampling": {}}), "sampling"));
+        }
+        if params.tools.is_some() && caps.sampling.as_ref().is_some_and(|s| s.tools.is_none()) {
+            return Err(self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools"));
+        }
+        self.ask("sampling/createMessage", "sampling", serde_json::to_value(params)?).await
+    }
+
+    /// Asks the client for its roots.
+    pub async fn roots(&self) -> Result<ListRootsResult, ToolError> {
+        if self.inner.client_capabilities.roots.is_none() {
+            return Err(self.missing_capability(json!({"roots": {}}), "roots"));
+        }
+        self.ask("roots/list", "roots", json!({})).await
+    }
+
+    fn missing_capability(&self, required: Value, what: &str) -> ToolError {
+        let message = format!("this request needs the client's {what} capability, which it did not declare");
+        ToolError::protocol(
+            ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
+                .with_data(json!({"requiredCapabilities": required})),
+        )
+    }
+
+    /// Legacy: a request to the client. Modern: the answer from the retry, or `input_required`.
+    async fn ask<R: DeserializeOwned>(&self, method: &str, kind: &str, params: Value) -> Result<R, ToolError> {
+        if let Some(session) = &self.inner.session {
+            let answer = session.request(&self.inner.outbox, method, params).await?;
+            return serde_json::from_value(answer)
+                .map_err(|e| ToolError::new(format!("the client's answer to {method} is malformed: {e}")));
+        }
+        let n = self.inner.input.asked.fetch_add(1, Ordering::Relaxed);
+        let key = format!("{kind}-{n}");
+        let known = self.inner.input.answers.lock().unwrap().get(&key).cloned();
+        match known {
+            Some(answer) => serde_json::from_value(answer)
+                .map_err(|e| ToolError::invalid_params(format!("inputResponses[{key}] is not a valid {method} result: {e}"))),
+            None => Err(ToolError::input_required(key, InputRequest { method: method.into(), params: Some(params) })),
+        }
+    }
+
+    /// 2026-07-28: the answers the client sent with this retry, merged with earlier rounds'.
+    pub(crate) fn set_answers(&self, answers: JsonObject) {
+        *self.inner.input.answers.lock().unwrap() = answers;
+    }
+
+    pub(crate) fn answers(&self) -> JsonObject {
+        self.inner.input.answers.lock().unwrap().clone()
+    }
+}
+
+/// The user's answer to a form elicitation, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation<T> {
+    /// The user submitted the form.
+    Accepted(T),
+    /// The user refused.
+    Declined,
+    /// The user dismissed it.
+    Cancelled,
+}
+
+impl<T: DeserializeOwned> Elicitation<T> {
+    fn from_result(result: ElicitResult) -> Result<Self, ToolError> {
+        match result.action {
+            ElicitAction::Accept => {
+                let content = Value::Object(result.content.unwrap_or_default());
+                serde_json::from_value(content)
+                    .map(Elicitation::Accepted)
+                    .map_err(|e| ToolError::new(format!("the form the user submitted does not match: {e}")))
+            }
+            ElicitAction::Decline => Ok(Elicitation::Declined),
+            ElicitAction::Cancel => Ok(Elicitation::Cancelled),
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The method table: one function per request method, each decoding its own params.
+//!
+//! Protocol failures are JSON-RPC errors; a tool's own failure (including arguments that do not
+//! match its schema) is an `isError: true` result the model can act on.
+
+use std::collections::BTreeMap;
+
+use mcp_types::completion::{CompleteParams, CompleteResult};
+use mcp_types::legacy::{SetLevelParams, SubscribeParams};
+use mcp_types::lifecycle::DiscoverResult;
+use mcp_types::mrtr::{InputRequests, InputRequiredResult};
+use mcp_types::prompts::{GetPromptParams, ListPromptsResult};
+use mcp_types::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult};
+use mcp_types::result::{PaginatedParams, ResultType};
+use mcp_types::subscriptions::{ListenParams, SubscriptionFilter};
+use mcp_types::tools::{CallToolParams, CallToolResult, ListToolsResult};
+use mcp_types::version::ProtocolVersion;
+use mcp_types::{ErrorObject, JsonObject};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use super::context::RequestContext;
+use super::pagination;
+use super::registry::Change;
+use super::state;
+use super::Router;
+use crate::error::{ToolError, ToolErrorKind};
+
+fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Result<P, ErrorObject> {
+    let text = raw.map_or("{}", RawValue::get);
+    serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
+}
+
+impl Router {
+    /// Runs one admitted request and returns its result, shaped for its era.
+    pub(crate) async fn handle(
+        &self,
+        method: &str,
+        raw: Option<&RawValue>,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
+        let result = match method {
+            "server/discover" => self.discover(),
+            "ping" => Ok(json!({})),
+            "tools/list" => self.list_tools(params(raw)?),
+            "tools/call" => self.call_tool(params(raw)?, cx, modern).await,
+            "resources/list" => self.list_resources(params(raw)?),
+            "resources/templates/list" => self.list_templates(params(raw)?),
+            "resources/read" => self.read_resource(params(raw)?, cx, modern).await,
+            "prompts/list" => self.list_prompts(params(raw)?),
+            "prompts/get" => self.get_prompt(params(raw)?, cx, modern).await,
+            "completion/complete" => self.complete(params(raw)?),
+            "logging/setLevel" => self.set_level(params(raw)?, cx),
+            "resources/subscribe" => self.subscribe(params(raw)?, cx, true),
+            "resources/unsubscribe" => self.subscribe(params(raw)?, cx, false),
+            "subscriptions/listen" => return self.listen(params(raw)?, cx).await,
+            _ => Err(ErrorObject::method_not_found(method)),
+        }?;
+        Ok(super::era::finish(self, method, result, modern))
+    }
+
+    fn discover(&self) -> Result<Value, ErrorObject> {
+        to_value(DiscoverResult {
+            result_type: None,
+            supported_versions: ProtocolVersion::ALL.iter().map(|v| v.to_string()).collect(),
+            capabilities: self.capabilities(),
+            instructions: self.inner.config.instructions.clone(),
+            ttl_ms: None,
+            cache_scope: None,
+            meta: None,
+        })
+    }
+
+    fn list_tools(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
+        let registry = self.inner.registry.read().unwrap();
+        let all: Vec<_> = registry.tools.iter().map(|t| &t.def).collect();
+        let (tools, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let tools = tools.into_iter().cloned().collect();
+        to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
+    }
+
+    async fn call_tool(&self, p: CallToolParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+        let tool = self.inner.registry.read().unwrap().tools.get(&p.name);
+        let Some(tool) = tool else {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)));
+        };
+        let args = Value::Object(p.arguments.unwrap_or_default());
+        if let Err(problems) = tool.schema.check(&args) {
+            let text = format!(
+                "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's input schema and call it again.",
+                p.name,
+                problems.join("; ")
+            );
+            return to_value(CallToolResult::error(text));
+        }
+        let fp = state::fingerprint("tools/call", &p.name, &args);
+        if modern {
+            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        }
+        match (tool.handler)(args, cx.clone()).await {
+            Ok(result) => to_value(result),
+            Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
+            Err(e) => self.fail(e, cx, fp, modern),
+        }
+    }
+
+    /// The answers of earlier rounds (sealed in `requestState`) merged with this retry's.
+    fn answers(&self, fp: &str, request_state: Option<&str>, responses: Option<JsonObject>) -> Result<JsonObject, ErrorObject> {
+        let mut answers = match request_state {
+            Some(s) => state::open(&self.inner.config.state_key, fp, s)?,
+            None => JsonObject::new(),
+        };
+        answers.extend(responses.unwrap_or_default());
+        Ok(answers)
+    }
+
+    /// Turns a handler's error into `input_required` (modern) or a JSON-RPC error.
+    fn fail(&self, error: ToolError, cx: &RequestContext, fp: String, modern: bool) -> Result<Value, ErrorObject> {
+        match error.kind {
+            ToolErrorKind::InputRequired { key, request } if modern => {
+                let config = &self.inner.config;
+                let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
+                let mut requests = InputRequests::new();
+                requests.insert(key, request);
+                to_value(InputRequiredResult {
+                    result_type: ResultType::InputRequired,
+                    input_requests: Some(requests),
+                    request_state: Some(state),
+                    meta: None,
+                })
+            }
+            kind => Err(ToolError { kind }.into_error_object(modern)),
+        }
+    }
+
+    fn list_resources(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
+        let registry = self.inner.registry.read().unwrap();
+        let all: Vec<_> = registry.resources.iter().map(|r| &r.def).collect();
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let resources = page.into_iter().cloned().collect();
+        to_value(ListResourcesResult { resources, next_cursor, ..Default::default() })
+    }
+
+    fn list_templates(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
+        let registry = self.inner.registry.read().unwrap();
+        let all: Vec<_> = registry.templates.iter().map(|t| &t.def).collect();
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let resource_templates = page.into_iter().cloned().collect();
+        to_value(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
+    }
+
+    async fn read_resource(&self, p: ReadResourceParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+        let (handler, vars) = {
+            let registry = self.inner.registry.read().unwrap();
+            match registry.resources.get(&p.uri) {
+                Some(entry) => (entry.handler.clone(), BTreeMap::new()),
+                None => registry
+                    .templates
+                    .iter()
+                    .find_map(|t| t.template.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
+                    .ok_or_else(|| ToolError::not_found(format!("Resource not found: {}", p.uri)).into_error_object(modern))?,
+            }
+        };
+        let fp = state::fingerprint("resources/read", &p.uri, &Value::Null);
+        if modern {
+            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        }
+        match handler(p.uri, vars, cx.clone()).await {
+            Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
+            Err(e) => self.fail(e, cx, fp, modern),
+        }
+    }
+
+    fn list_prompts(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
+        let registry = self.inner.registry.read().unwrap();
+        let all: Vec<_> = registry.prompts.iter().map(|p| &p.def).collect();
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let prompts = page.into_iter().cloned().collect();
+        to_value(ListPromptsResult { prompts, next_cursor, ..Default::default() })
+    }
+
+    async fn get_prompt(&self, p: GetPromptParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+        let prompt = self.inner.registry.read().unwrap().prompts.get(&p.name);
+        let Some(prompt) = prompt else {
+            return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
+        };
+        let args = p.arguments.unwrap_or_default();
+        let fp = state::fingerprint("prompts/get", &p.name, &json!(args));
+        if modern {
+            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        }
+        match (prompt.handler)(args, cx.clone()).await {
+            Ok(result) => to_value(result),
+            Err(e) => self.fail(e, cx, fp, modern),
+        }
+    }
+
+    fn complete(&self, p: CompleteParams) -> Result<Value, ErrorObject> {
+        use mcp_types::completion::CompletionRef;
+        let registry = self.inner.registry.read().unwrap();
+        match &p.reference {
+            CompletionRef::Prompt { name, .. } if !registry.prompts.contains(name) => {
+                return Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}")));
+            }
+            CompletionRef::Resource { uri }
+                if !registry.templates.contains(uri) && !registry.resources.contains(uri) =>
+            {
+                return Err(ErrorObject::invalid_params(format!("Unknown resource or template: {uri}")));
+            }
+            _ => {}
+        }
+        drop(registry);
+        let completion = self.inner.completers.read().unwrap().complete(&p);
+        to_value(CompleteResult { completion, ..Default::default() })
+    }
+
+    fn set_level(&self, p: SetLevelParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        if let Some(session) = cx.session() {
+            session.set_log_level(p.level);
+        }
+        Ok(json!({}))
+    }
+
+    fn subscribe(&self, p: SubscribeParams, cx: &RequestContext, on: bool) -> Result<Value, ErrorObject> {
+        let Some(session) = cx.session() else { return Ok(json!({})) };
+        if !on {
+            session.unsubscribe(&p.uri);
+        } else if !session.subscribe(p.uri, self.inner.config.max_subscriptions) {
+            return Err(ErrorObject::invalid_params("too many resource subscriptions on this session"));
+        }
+        Ok(json!({}))
+    }
+
+    /// `subscriptions/listen`: acknowledge, then forward matching changes until cancelled.
+    async fn listen(&self, p: ListenParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        if p.notifications.task_ids.is_some() {
+            let data = json!({"requiredCapabilities": {"extensions": {mcp_types::tasks::EXTENSION_ID: {}}}});
+            if !cx.client_capabilities().has_extension(mcp_types::tasks::EXTENSION_ID) {
+                return Err(ErrorObject::new(
+                    mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "taskIds needs the tasks extension in clientCapabilities",
+                )
+                .with_data(data));
+            }
+        }
+        let honoured = SubscriptionFilter { task_ids: None, ..p.notifications };
+        let mut changes = self.changes();
+        let mut meta = JsonObject::new();
+        meta.insert(mcp_types::meta::SUBSCRIPTION_ID.into(), to_value(cx.request_id())?);
+        let ack = json!({"notifications": honoured, "_meta": meta});
+        cx.notify("notifications/subscriptions/acknowledged", &ack).await;
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                _ = cx.cancelled() => return Err(ErrorObject::internal("cancelled")),
+            };
+            match change {
+                Ok(change) if wants(&honoured, &change) => {
+                    cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    for change in [Change::Tools, Change::Prompts, Change::Resources] {
+                        if wants(&honoured, &change) {
+                            cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    return to_value(json!({"resultType": "complete", "_meta": meta}));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a listener asked for this change.
+pub(crate) fn wants(filter: &SubscriptionFilter, change: &Change) -> bool {
+    match change {
+        Change::Tools => filter.tools_list_changed == Some(true),
+        Change::Prompts => filter.prompts_list_changed == Some(true),
+        Change::Resources => filter.resources_list_changed == Some(true),
+        Change::ResourceUpdated(uri) => filter.resource_subscriptions.as_ref().is_some_and(|s| s.contains(uri)),
+    }
+}

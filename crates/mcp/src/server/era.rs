@@ -1,0 +1,210 @@
+//! The era adapter: turns a request of any protocol revision into one [`RequestContext`], and
+//! a handler's result back into the shape its era expects.
+//!
+//! - 2026-07-28 (modern): version, client capabilities and client info come from the request's
+//!   own `_meta`; results carry `resultType` and `io.modelcontextprotocol/serverInfo`.
+//! - 2024-11-05 to 2025-11-25 (legacy): they come from the session's `initialize`.
+//!
+//! Handlers never see the difference.
+
+use std::sync::Arc;
+
+use mcp_types::legacy::{InitializeParams, InitializeResult};
+use mcp_types::lifecycle::{ClientCapabilities, Implementation};
+use mcp_types::logging::LoggingLevel;
+use mcp_types::meta::{self, ProgressToken};
+use mcp_types::version::ProtocolVersion;
+use mcp_types::{ErrorCode, ErrorObject, RequestId};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::context::{ContextParts, RequestContext};
+use super::Router;
+use crate::engine::outbox::Outbox;
+use crate::engine::session::Session;
+
+/// Methods that exist only before 2026-07-28.
+const LEGACY_ONLY: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+/// Methods that exist only from 2026-07-28 on.
+const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
+/// Methods whose complete results carry `ttlMs` and `cacheScope` (2026-07-28).
+const CACHEABLE: &[&str] =
+    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+/// The `_meta` fields the engine reads, decoded without the rest of the params.
+#[derive(Deserialize, Default)]
+struct RequestMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    client_info: Option<Value>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel")]
+    log_level: Option<Value>,
+    #[serde(rename = "progressToken")]
+    progress_token: Option<ProgressToken>,
+}
+
+#[derive(Deserialize)]
+struct ParamsMeta {
+    #[serde(rename = "_meta")]
+    meta: Option<RequestMeta>,
+}
+
+fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+    let Some(raw) = params else { return Ok(RequestMeta::default()) };
+    match serde_json::from_str::<ParamsMeta>(raw.get()) {
+        Ok(p) => Ok(p.meta.unwrap_or_default()),
+        Err(e) => Err(ErrorObject::invalid_params(format!("params must be an object with a valid _meta: {e}"))),
+    }
+}
+
+/// What the engine needs to run one request.
+pub(crate) struct Admitted {
+    pub cx: RequestContext,
+    pub modern: bool,
+}
+
+/// Decides the era of a request and builds its context, or the error that rejects it.
+pub(crate) fn admit(
+    method: &str,
+    id: RequestId,
+    params: Option<&RawValue>,
+    session: Option<&Arc<Session>>,
+    outbox: Outbox,
+    cancel: CancellationToken,
+) -> Result<Admitted, ErrorObject> {
+    let meta = read_meta(params)?;
+    if meta.protocol_version.is_some() {
+        return admit_modern(method, id, meta, outbox, cancel);
+    }
+    match session {
+        Some(session) if MODERN_ONLY.contains(&method) => {
+            let _ = session;
+            Err(ErrorObject::method_not_found(method))
+        }
+        Some(session) => {
+            let parts = ContextParts {
+                id,
+                protocol_version: session.version.clone(),
+                client_capabilities: session.client_capabilities.clone(),
+                client_info: Some(session.client_info.clone()),
+                progress_token: meta.progress_token,
+                request_log_level: None,
+                outbox,
+                session: Some(session.clone()),
+                cancel,
+            };
+            Ok(Admitted { cx: RequestContext::new(parts), modern: false })
+        }
+        None => Err(ErrorObject::invalid_params(format!(
+            "missing params._meta[\"{}\"]: a 2026-07-28 request carries its protocol version, client \
+             capabilities and client info in params._meta; an older client sends initialize first",
+            meta::PROTOCOL_VERSION
+        ))),
+    }
+}
+
+fn admit_modern(
+    method: &str,
+    id: RequestId,
+    meta: RequestMeta,
+    outbox: Outbox,
+    cancel: CancellationToken,
+) -> Result<Admitted, ErrorObject> {
+    let version = match meta.protocol_version {
+        Some(Value::String(v)) => v,
+        _ => return Err(ErrorObject::invalid_params(format!("_meta[\"{}\"] must be a string", meta::PROTOCOL_VERSION))),
+    };
+    if !ProtocolVersion::MODERN.contains(&version.as_str()) {
+        return Err(unsupported_version(&version));
+    }
+    let client_capabilities: ClientCapabilities = match meta.client_capabilities {
+        Some(v) => serde_json::from_value(v).map_err(|e| {
+            ErrorObject::invalid_params(format!("_meta[\"{}\"] is malformed: {e}", meta::CLIENT_CAPABILITIES))
+        })?,
+        None => {
+            return Err(ErrorObject::invalid_params(format!(
+                "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
+                meta::CLIENT_CAPABILITIES
+            )))
+        }
+    };
+    let client_info: Option<Implementation> = meta.client_info.and_then(|v| serde_json::from_value(v).ok());
+    let request_log_level: Option<LoggingLevel> = match meta.log_level {
+        None => None,
+        Some(v) => Some(serde_json::from_value(v).map_err(|_| {
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                meta::LOG_LEVEL
+            ))
+        })?),
+    };
+    if LEGACY_ONLY.contains(&method) {
+        return Err(ErrorObject::method_not_found(method));
+    }
+    let parts = ContextParts {
+        id,
+        protocol_version: version,
+        client_capabilities,
+        client_info,
+        progress_token: meta.progress_token,
+        request_log_level,
+        outbox,
+        session: None,
+        cancel,
+    };
+    Ok(Admitted { cx: RequestContext::new(parts), modern: true })
+}
+
+/// -32022 with the versions this server supports.
+pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
+        .with_data(json!({"supported": ProtocolVersion::ALL, "requested": requested}))
+}
+
+/// The legacy handshake: the client's version if we speak it, else our newest legacy one.
+pub(crate) fn initialize(router: &Router, params: Option<&RawValue>) -> Result<(InitializeParams, InitializeResult), ErrorObject> {
+    let raw = params.ok_or_else(|| ErrorObject::invalid_params("initialize needs params"))?;
+    let params: InitializeParams = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {e}")))?;
+    let requested = params.protocol_version.as_str();
+    let version = if ProtocolVersion::LEGACY.contains(&requested) {
+        requested
+    } else {
+        ProtocolVersion::LATEST_LEGACY
+    };
+    let result = InitializeResult {
+        protocol_version: version.to_owned(),
+        capabilities: router.capabilities(),
+        server_info: router.inner.config.info.clone(),
+        instructions: router.inner.config.instructions.clone(),
+        meta: None,
+    };
+    Ok((params, result))
+}
+
+/// Gives a result the fields its era expects.
+pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool) -> Value {
+    if !modern {
+        return result;
+    }
+    let Value::Object(mut object) = result else { return result };
+    let complete = !object.contains_key("resultType");
+    if complete {
+        object.insert("resultType".into(), "complete".into());
+    }
+    if (complete || object["resultType"] == "complete") && CACHEABLE.contains(&method) {
+        let ttl = router.inner.config.cache_ttl.as_millis() as u64;
+        object.entry("ttlMs").or_insert(ttl.into());
+        object.entry("cacheScope").or_insert("private".into());
+    }
+    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.entry(meta::SERVER_INFO).or_insert_with(|| serde_json::to_value(&router.inner.config.info).unwrap_or_default());
+    }
+    Value::Object(object)
+}

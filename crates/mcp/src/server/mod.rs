@@ -1,0 +1,354 @@
+//! The server side: a [`Router`] of tools, resources and prompts, served on any transport and in
+//! every protocol era.
+//!
+//! ```no_run
+//! use mcp::server::{RequestContext, Router, ToolError};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Echo { text: String }
+//!
+//! async fn echo(args: Echo, _cx: RequestContext) -> Result<String, ToolError> {
+//!     Ok(args.text)
+//! }
+//!
+//! let router = Router::new().info("example", "1.0.0").tool("echo", "Returns the text it is given.", echo);
+//! ```
+
+mod completion;
+mod context;
+mod dispatch;
+pub(crate) mod era;
+mod pagination;
+mod params;
+mod prompt;
+mod registry;
+mod resource;
+pub mod schema;
+pub(crate) mod state;
+mod tool;
+pub mod uri_template;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcp_types::lifecycle::{Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities};
+use mcp_types::prompts::Prompt;
+use mcp_types::resources::{Resource, ResourceTemplate};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+
+pub use completion::CompletionHandler;
+pub use context::{Elicitation, RequestContext};
+pub use prompt::{IntoPromptResult, PromptHandler};
+pub use registry::Change;
+pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
+pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Structured, ToolDef, ToolHandler};
+
+pub use crate::error::ToolError;
+pub use mcp_types::logging::LoggingLevel as Level;
+
+use completion::Completers;
+use registry::Registry;
+use state::StateKey;
+use uri_template::UriTemplate;
+
+/// A set of tools, resources and prompts, and the server's identity. Cheap to clone: clones
+/// share one catalog, so a tool added at run time is visible to every connection, which is told
+/// with a `list_changed` notification.
+#[derive(Clone)]
+pub struct Router {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub config: Config,
+    pub registry: RwLock<Registry>,
+    pub completers: RwLock<Completers>,
+    pub changes: broadcast::Sender<Change>,
+}
+
+/// Settings fixed before serving.
+pub(crate) struct Config {
+    pub info: Implementation,
+    pub instructions: Option<String>,
+    pub page_size: usize,
+    pub cache_ttl: Duration,
+    pub state_key: StateKey,
+    pub state_ttl: Duration,
+    pub max_subscriptions: usize,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new()
+    }
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let registry = self.inner.registry.read().unwrap();
+        f.debug_struct("Router")
+            .field("name", &self.inner.config.info.name)
+            .field("tools", &registry.tools.len())
+            .field("resources", &registry.resources.len())
+            .field("prompts", &registry.prompts.len())
+            .finish()
+    }
+}
+
+impl Router {
+    /// An empty router named after this crate.
+    pub fn new() -> Self {
+        let (changes, _) = broadcast::channel(64);
+        Router {
+            inner: Arc::new(Inner {
+                config: Config {
+                    info: Implementation::new("mcp-rs", env!("CARGO_PKG_VERSION")),
+                    instructions: None,
+                    page_size: 100,
+                    cache_ttl: Duration::ZERO,
+                    state_key: StateKey::random(),
+                    state_ttl: Duration::from_secs(600),
+                    max_subscriptions: 1024,
+                },
+                registry: RwLock::new(Registry::default()),
+                completers: RwLock::new(Completers::default()),
+                changes,
+            }),
+        }
+    }
+
+    fn config_mut(&mut self) -> &mut Config {
+        &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config
+    }
+
+    /// The server's name and version, as clients see them.
+    pub fn info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        let info = &mut self.config_mut().info;
+        info.name = name.into();
+        info.version = version.into();
+        self
+    }
+
+    /// The server's full identity (title, description, icons, website).
+    pub fn implementation(mut self, info: Implementation) -> Self {
+        self.config_mut().info = info;
+        self
+    }
+
+    /// Guidance for the model on using this server.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.config_mut().instructions = Some(text.into());
+        self
+    }
+
+    /// How many items a list page holds (default 100).
+    pub fn page_size(mut self, n: usize) -> Self {
+        self.config_mut().page_size = n.max(1);
+        self
+    }
+
+    /// How long 2026-07-28 clients may cache lists and reads (`ttlMs`; default 0, always revalidate).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.config_mut().cache_ttl = ttl;
+        self
+    }
+
+    /// The key that seals `requestState` (2026-07-28). Random per process by default; give every
+    /// instance behind a load balancer the same key so any of them can take a retry.
+    pub fn state_key(mut self, key: [u8; 32]) -> Self {
+        self.config_mut().state_key = StateKey::new(key);
+        self
+    }
+
+    /// Adds a tool: `name`, the description the model reads, and an async handler
+    /// `(Args, RequestContext) -> Result<Out, ToolError>`.
+    pub fn tool<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    where
+        H: ToolHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoToolOutput + Send + 'static,
+    {
+        self.tool_def(ToolDef::new(name).description(description), handler)
+    }
+
+    /// Adds a tool with a full definition (title, annotations, icons).
+    pub fn tool_def<H, Args, Out>(self, def: ToolDef, handler: H) -> Self
+    where
+        H: ToolHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoToolOutput + Send + 'static,
+    {
+        let name = def.tool.name.clone();
+        let replaced = self.add_tool(def, handler);
+        assert!(!replaced, "tool {name:?} is registered twice");
+        self
+    }
+
+    /// Adds or replaces a tool while serving; connected clients are told the list changed.
+    /// Returns `true` when a tool of that name was replaced.
+    pub fn add_tool<H, Args, Out>(&self, def: ToolDef, handler: H) -> bool
+    where
+        H: ToolHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoToolOutput + Send + 'static,
+    {
+        let entry = tool::entry(def, handler);
+        let replaced = self.inner.registry.write().unwrap().tools.insert(entry.def.name.clone(), entry);
+        self.announce(Change::Tools);
+        replaced
+    }
+
+    /// Removes a tool while serving; `true` when it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self.inner.registry.write().unwrap().tools.remove(name);
+        if removed {
+            self.announce(Change::Tools);
+        }
+        removed
+    }
+
+    /// Adds a static resource at `uri`; the handler returns its contents.
+    pub fn resource<H, Out>(self, uri: &str, name: &str, handler: H) -> Self
+    where
+        H: ResourceHandler<(), Out>,
+        Out: IntoContents + Send + 'static,
+    {
+        let def = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
+        self.resource_def(def, handler)
+    }
+
+    /// Adds a static resource with a full definition (description, MIME type, size, ...).
+    pub fn resource_def<H, Out>(self, def: Resource, handler: H) -> Self
+    where
+        H: ResourceHandler<(), Out>,
+        Out: IntoContents + Send + 'static,
+    {
+        let uri = def.uri.clone();
+        assert!(!self.add_resource(def, handler), "resource {uri:?} is registered twice");
+        self
+    }
+
+    /// Adds or replaces a static resource while serving; clients are told the list changed.
+    pub fn add_resource<H, Out>(&self, def: Resource, handler: H) -> bool
+    where
+        H: ResourceHandler<(), Out>,
+        Out: IntoContents + Send + 'static,
+    {
+        let handler = resource::erase(handler, def.mime_type.clone());
+        let key = def.uri.clone();
+        let replaced = self.inner.registry.write().unwrap().resources.insert(key, resource::ResourceEntry { def, handler });
+        self.announce(Change::Resources);
+        replaced
+    }
+
+    /// Removes a static resource while serving.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = self.inner.registry.write().unwrap().resources.remove(uri);
+        if removed {
+            self.announce(Change::Resources);
+        }
+        removed
+    }
+
+    /// Adds a family of resources named by an RFC 6570 URI template such as
+    /// `"files://{path}"`; the handler receives the variables deserialized into `P`.
+    pub fn resource_template<H, P, Out>(self, uri_template: &str, name: &str, handler: H) -> Self
+    where
+        H: ResourceHandler<P, Out>,
+        P: DeserializeOwned + Send + 'static,
+        Out: IntoContents + Send + 'static,
+    {
+        let def = ResourceTemplate { uri_template: uri_template.into(), name: name.into(), ..Default::default() };
+        self.resource_template_def(def, handler)
+    }
+
+    /// Adds a resource template with a full definition.
+    pub fn resource_template_def<H, P, Out>(self, def: ResourceTemplate, handler: H) -> Self
+    where
+        H: ResourceHandler<P, Out>,
+        P: DeserializeOwned + Send + 'static,
+        Out: IntoContents + Send + 'static,
+    {
+        let template = UriTemplate::parse(&def.uri_template).unwrap_or_else(|e| panic!("resource template: {e}"));
+        let handler = resource::erase(handler, def.mime_type.clone());
+        let key = def.uri_template.clone();
+        let entry = resource::TemplateEntry { def, template, handler };
+        let replaced = self.inner.registry.write().unwrap().templates.insert(key.clone(), entry);
+        assert!(!replaced, "resource template {key:?} is registered twice");
+        self
+    }
+
+    /// Adds a prompt whose arguments are the fields of `Args` (all strings on the wire).
+    pub fn prompt<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    where
+        H: PromptHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoPromptResult + Send + 'static,
+    {
+        let def = Prompt { name: name.into(), description: Some(description.into()), ..Default::default() };
+        self.prompt_def(def, handler)
+    }
+
+    /// Adds a prompt with a full definition (title, icons, explicit arguments).
+    pub fn prompt_def<H, Args, Out>(self, def: Prompt, handler: H) -> Self
+    where
+        H: PromptHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoPromptResult + Send + 'static,
+    {
+        let name = def.name.clone();
+        let entry = prompt::entry(def, handler);
+        let replaced = self.inner.registry.write().unwrap().prompts.insert(name.clone(), entry);
+        assert!(!replaced, "prompt {name:?} is registered twice");
+        self.announce(Change::Prompts);
+        self
+    }
+
+    /// Completes the argument `argument` of the prompt `prompt`.
+    pub fn complete_prompt_argument(self, prompt: &str, argument: &str, handler: impl CompletionHandler) -> Self {
+        self.inner.completers.write().unwrap().add_prompt(prompt, argument, handler);
+        self
+    }
+
+    /// Completes the variable `variable` of the resource template `uri_template`.
+    pub fn complete_resource_argument(self, uri_template: &str, variable: &str, handler: impl CompletionHandler) -> Self {
+        self.inner.completers.write().unwrap().add_resource(uri_template, variable, handler);
+        self
+    }
+
+    /// Tells clients subscribed to `uri` that its contents changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.announce(Change::ResourceUpdated(uri.to_owned()));
+    }
+
+    /// Subscribes to the changes announced to clients (for transports and tests).
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.inner.changes.subscribe()
+    }
+
+    fn announce(&self, change: Change) {
+        let _ = self.inner.changes.send(change);
+    }
+
+    /// The server's identity.
+    pub fn implementation_info(&self) -> &Implementation {
+        &self.inner.config.info
+    }
+
+    /// What this server offers, as advertised in `initialize` and `server/discover`.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let listed = Some(ListChangedCapability { list_changed: Some(true) });
+        ServerCapabilities {
+            tools: listed.clone(),
+            prompts: listed,
+            resources: Some(ResourcesCapability { subscribe: Some(true), list_changed: Some(true) }),
+            logging: Some(Default::default()),
+            completions: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! JSON Schemas derived from Rust types (schemars) and enforced on input (jsonschema).
+//!
+//! A tool's argument type derives `JsonSchema`; its schema is generated once, compiled once,
+//! and checked before the handler runs, so a handler only ever sees arguments that match.
+
+use jsonschema::Validator;
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
+
+use mcp_types::JsonObject;
+
+/// The JSON Schema (2020-12) of `T`, without the `$schema` and `title` keys that MCP does not need.
+pub fn schema_for<T: JsonSchema>() -> JsonObject {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    let mut object = match schema.to_value() {
+        Value::Object(map) => map,
+        Value::Bool(true) => Map::new(),
+        other => {
+            let mut map = Map::new();
+            map.insert("allOf".into(), Value::Array(vec![other]));
+            map
+        }
+    };
+    object.remove("$schema");
+    object.remove("title");
+    object
+}
+
+/// A tool's `inputSchema`: the schema of `T`, with `type: "object"` at the root as MCP requires.
+pub fn input_schema_for<T: JsonSchema>() -> JsonObject {
+    let mut object = schema_for::<T>();
+    object.remove("description"); // the tool's own description says it, for the model
+
+    match object.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        None if object.contains_key("properties") || object.is_empty() => {
+            object.insert("type".into(), "object".into());
+        }
+        _ => {
+            // Not an object at the root (an enum, a tuple): keep it reachable but object-typed.
+            let inner = Value::Object(std::mem::take(&mut object));
+            object.insert("type".into(), "object".into());
+            object.insert("allOf".into(), Value::Array(vec![inner]));
+        }
+    }
+    object
+}
+
+/// A compiled schema that explains every violation in words a model can act on.
+pub struct CompiledSchema {
+    validator: Validator,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles a schema; `Err` names what is wrong with it.
+    pub fn compile(schema: &JsonObject) -> Result<Self, String> {
+        let value = Value::Object(schema.clone());
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&value)
+            .map_err(|e| format!("invalid JSON Schema: {e}"))?;
+        Ok(CompiledSchema { validator })
+    }
+
+    /// `Ok` when `instance` matches, else one line per violation (at most 10), each naming where.
+    pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
+        if self.validator.is_valid(instance) {
+            return Ok(());
+        }
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(instance)
+            .take(10)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    format!("{e}")
+                } else {
+                    format!("at {path}: {e}")
+                }
+            })
+            .collect();
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Sum {
+        /// First.
+        a: f64,
+        b: f64,
+    }
+
+    #[test]
+    fn derives_an_object_schema_and_rejects_bad_input() {
+        let schema = input_schema_for::<Sum>();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["additionalProperties"], false);
+        let compiled = CompiledSchema::compile(&schema).unwrap();
+        assert!(compiled.check(&serde_json::json!({"a": 1, "b": 2})).is_ok());
+        let errors = compiled.check(&serde_json::json!({"a": "x"})).unwrap_err();
+        assert!(errors.iter().any(|e| e.contains("/a")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("\"b\"")), "{errors:?}");
+    }
+}

@@ -1,0 +1,251 @@
+//! Tools: typed handlers, their derived schemas, and what they may return.
+//!
+//! A handler is a plain async function `(Args, RequestContext) -> Result<Out, ToolError>`.
+//! `Args` derives `Deserialize + JsonSchema`: the schema becomes the tool's `inputSchema` and is
+//! enforced before the handler runs. `Out` is text, a [`CallToolResult`], content blocks, or
+//! [`Json<T>`] for structured output (which also fills `outputSchema`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use mcp_types::content::ContentBlock;
+use mcp_types::tools::{CallToolResult, Tool, ToolAnnotations};
+use mcp_types::JsonObject;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::context::RequestContext;
+use super::schema::{input_schema_for, schema_for, CompiledSchema};
+use crate::error::ToolError;
+
+/// A boxed future, as stored handlers return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+pub(crate) type ErasedToolHandler = Arc<dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
+
+/// A tool as registered: its definition, its compiled input schema and its handler.
+pub(crate) struct ToolEntry {
+    pub def: Tool,
+    pub schema: CompiledSchema,
+    pub handler: ErasedToolHandler,
+}
+
+/// Arguments of a tool that takes none: accepts only `{}`.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// Structured tool output: serialized into `structuredContent` (with the JSON as text too, for
+/// clients that only read text), and `T`'s schema becomes the tool's `outputSchema`.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+/// What a tool handler may return.
+pub trait IntoToolOutput {
+    /// The result sent to the client.
+    fn into_result(self) -> CallToolResult;
+    /// The `outputSchema` this output type implies, if any.
+    fn output_schema() -> Option<JsonObject> {
+        None
+    }
+}
+
+impl IntoToolOutput for CallToolResult {
+    fn into_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoToolOutput for String {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolOutput for &'static str {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoToolOutput for ContentBlock {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult { content: vec![self], ..Default::default() }
+    }
+}
+
+impl IntoToolOutput for Vec<ContentBlock> {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult { content: self, ..Default::default() }
+    }
+}
+
+impl<T: Serialize + JsonSchema> IntoToolOutput for Json<T> {
+    fn into_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => CallToolResult {
+                content: vec![ContentBlock::text(value.to_string())],
+                structured_content: Some(value),
+                ..Default::default()
+            },
+            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
+        }
+    }
+    fn output_schema() -> Option<JsonObject> {
+        Some(schema_for::<T>())
+    }
+}
+
+/// Structured output with a text rendering of your own (markdown for the model, say).
+#[derive(Debug, Clone)]
+pub struct Structured<T> {
+    /// The text handed to the model.
+    pub text: String,
+    /// The structured value, matching the output schema.
+    pub value: T,
+}
+
+impl<T: Serialize + JsonSchema> IntoToolOutput for Structured<T> {
+    fn into_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.value) {
+            Ok(value) => CallToolResult {
+                content: vec![ContentBlock::text(self.text)],
+                structured_content: Some(value),
+                ..Default::default()
+            },
+            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
+        }
+    }
+    fn output_schema() -> Option<JsonObject> {
+        Some(schema_for::<T>())
+    }
+}
+
+/// An async function usable as a tool handler. Implemented for every
+/// `Fn(Args, RequestContext) -> impl Future<Output = Result<Out, ToolError>>`.
+pub trait ToolHandler<Args, Out>: Clone + Send + Sync + 'static {
+    /// Runs the tool.
+    fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>>;
+}
+
+impl<F, Fut, Args, Out> ToolHandler<Args, Out> for F
+where
+    F: Fn(Args, RequestContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+{
+    fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
+        Box::pin((self)(args, cx))
+    }
+}
+
+/// The definition of a tool, built before registering it.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub(crate) tool: Tool,
+}
+
+impl ToolDef {
+    /// A tool named `name` (1 to 128 of `[A-Za-z0-9_.-]`).
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolDef {
+            tool: Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                icons: None,
+                input_schema: JsonObject::new(),
+                output_schema: None,
+                annotations: None,
+                execution: None,
+                meta: None,
+            },
+        }
+    }
+    /// What the tool does and when to call it: the text the model reads.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.tool.description = Some(text.into());
+        self
+    }
+    /// A display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+    /// Behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+    /// Marks the tool read-only, non-destructive and idempotent (a lookup).
+    pub fn read_only(self) -> Self {
+        let title = self.tool.annotations.as_ref().and_then(|a| a.title.clone());
+        self.annotations(ToolAnnotations {
+            title,
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        })
+    }
+    /// Icons.
+    pub fn icons(mut self, icons: Vec<mcp_types::lifecycle::Icon>) -> Self {
+        self.tool.icons = Some(icons);
+        self
+    }
+    /// Replaces the derived input schema (it must still describe what `Args` accepts).
+    pub fn input_schema(mut self, schema: JsonObject) -> Self {
+        self.tool.input_schema = schema;
+        self
+    }
+    /// Sets `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+}
+
+impl From<&str> for ToolDef {
+    fn from(name: &str) -> Self {
+        ToolDef::new(name)
+    }
+}
+
+/// Builds the registry entry of a typed handler. Panics on an invalid name or schema: both are
+/// programming errors, found the first time the server starts.
+pub(crate) fn entry<H, Args, Out>(def: ToolDef, handler: H) -> ToolEntry
+where
+    H: ToolHandler<Args, Out>,
+    Args: DeserializeOwned + JsonSchema + Send + 'static,
+    Out: IntoToolOutput + Send + 'static,
+{
+    let mut tool = def.tool;
+    check_name(&tool.name);
+    if tool.input_schema.is_empty() {
+        tool.input_schema = input_schema_for::<Args>();
+    }
+    if tool.output_schema.is_none() {
+        tool.output_schema = Out::output_schema();
+    }
+    let schema = CompiledSchema::compile(&tool.input_schema)
+        .unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
+    let name: Arc<str> = tool.name.as_str().into();
+    let handler: ErasedToolHandler = Arc::new(move |args: Value, cx: RequestContext| {
+        let handler = handler.clone();
+        let name = name.clone();
+        Box::pin(async move {
+            let args: Args = serde_json::from_value(args)
+                .map_err(|e| ToolError::new(format!("Invalid arguments for tool {name}: {e}")))?;
+            handler.call(args, cx).await.map(IntoToolOutput::into_result)
+        }) as BoxFuture<_>
+    });
+    ToolEntry { def: tool, schema, handler }
+}
+
+fn check_name(name: &str) {
+    let valid = (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    assert!(valid, "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and .");
+}

@@ -1,0 +1,8 @@
+//! Transports: how bytes reach the engine.
+//!
+//! - [`stdio`]: newline-delimited JSON on stdin and stdout (the process owns fd 1 for the
+//!   protocol; anything else printed goes to stderr);
+//! - [`memory`]: an in-process pipe, for tests.
+
+pub mod memory;
+pub mod stdio;

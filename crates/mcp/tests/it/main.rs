@@ -1,0 +1,8 @@
+//! Integration tests of the `mcp` crate over the in-memory transport: the same engine, framing
+//! and router as on stdio, without a process.
+
+mod eras;
+mod input;
+mod rules;
+mod subscriptions;
+mod support;
