@@ -20,7 +20,9 @@ pub enum Frame {
 pub struct LineReader<R> {
     reader: R,
     buffer: Vec<u8>,
-    /// Bytes of `buffer` already searched for a newline.
+    /// Where the unread part of `buffer` starts.
+    start: usize,
+    /// Bytes of `buffer` already searched for a newline (an index into `buffer`).
     scanned: usize,
     max_line: usize,
     /// Inside an oversized line: skip until its newline.
@@ -33,7 +35,15 @@ const CHUNK: usize = 64 * 1024;
 impl<R: AsyncRead + Unpin> LineReader<R> {
     /// A reader whose lines may be at most `max_line` bytes.
     pub fn new(reader: R, max_line: usize) -> Self {
-        LineReader { reader, buffer: Vec::with_capacity(CHUNK.min(max_line + 1)), scanned: 0, max_line, skipping: false, eof: false }
+        LineReader {
+            reader,
+            buffer: Vec::with_capacity(CHUNK.min(max_line + 1)),
+            start: 0,
+            scanned: 0,
+            max_line,
+            skipping: false,
+            eof: false,
+        }
     }
 
     /// The next frame, or `None` at end of input. A last line without a newline still counts.
@@ -45,6 +55,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             if self.eof {
                 return Ok(self.take_rest());
             }
+            self.compact();
             if self.buffer.capacity() - self.buffer.len() < CHUNK / 4 {
                 self.buffer.reserve(CHUNK);
             }
@@ -55,14 +66,28 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// Moves the unread bytes to the front, so the buffer does not grow with consumed lines.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+    }
+
+    /// Whether a whole line is already buffered, so the next [`LineReader::next`] needs no read.
+    pub fn has_buffered_line(&self) -> bool {
+        memchr(&self.buffer[self.scanned..]).is_some()
+    }
+
     fn take_frame(&mut self) -> Option<Frame> {
         loop {
-            let newline = self.buffer[self.scanned..].iter().position(|&b| b == b'\n').map(|i| i + self.scanned);
+            let newline = memchr(&self.buffer[self.scanned..]).map(|i| i + self.scanned);
             match newline {
                 Some(end) => {
-                    let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
-                    self.scanned = 0;
-                    line.pop();
+                    let mut line = self.buffer[self.start..end].to_vec();
+                    self.start = end + 1;
+                    self.scanned = self.start;
                     if line.last() == Some(&b'\r') {
                         line.pop();
                     }
@@ -74,10 +99,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                     }
                     return Some(Frame::Line(line));
                 }
-                None if self.buffer.len() > self.max_line => {
+                None if self.buffer.len() - self.start > self.max_line => {
                     // Too long already: drop what we have and skip to the newline.
                     self.buffer.clear();
                     self.buffer.shrink_to(CHUNK);
+                    self.start = 0;
                     self.scanned = 0;
                     self.skipping = true;
                     return None;
@@ -95,12 +121,17 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.buffer.clear();
             return Some(Frame::TooLong);
         }
+        self.compact();
         if self.buffer.is_empty() {
             return None;
         }
         self.scanned = 0;
         Some(Frame::Line(std::mem::take(&mut self.buffer)))
     }
+}
+
+fn memchr(haystack: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\n', haystack)
 }
 
 #[cfg(test)]
@@ -119,7 +150,15 @@ mod tests {
     #[tokio::test]
     async fn splits_lines_and_keeps_a_last_unterminated_one() {
         let f = frames(b"a\r\nbb\n\nccc", 10).await;
-        assert_eq!(f, [Frame::Line(b"a".to_vec()), Frame::Line(b"bb".to_vec()), Frame::Line(vec![]), Frame::Line(b"ccc".to_vec())]);
+        assert_eq!(
+            f,
+            [
+                Frame::Line(b"a".to_vec()),
+                Frame::Line(b"bb".to_vec()),
+                Frame::Line(vec![]),
+                Frame::Line(b"ccc".to_vec())
+            ]
+        );
     }
 
     #[tokio::test]

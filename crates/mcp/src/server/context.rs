@@ -38,14 +38,9 @@ pub struct RequestContext {
 #[derive(Debug)]
 struct Inner {
     id: RequestId,
-    protocol_version: String,
-    client_capabilities: ClientCapabilities,
-    client_info: Option<Implementation>,
+    origin: Origin,
     progress_token: Option<ProgressToken>,
-    /// 2026-07-28: the level asked for in this request's `_meta`.
-    request_log_level: Option<LoggingLevel>,
     outbox: Outbox,
-    session: Option<Arc<Session>>,
     cancel: CancellationToken,
     last_progress: Mutex<Option<f64>>,
     input: InputState,
@@ -59,16 +54,26 @@ struct InputState {
     asked: AtomicUsize,
 }
 
+/// Where a request's version, capabilities and client identity come from.
+#[derive(Debug)]
+pub(crate) enum Origin {
+    /// A legacy session: what `initialize` established.
+    Session(Arc<Session>),
+    /// A 2026-07-28 request: its own `_meta`.
+    Request {
+        protocol_version: String,
+        client_capabilities: ClientCapabilities,
+        client_info: Option<Implementation>,
+        log_level: Option<LoggingLevel>,
+    },
+}
+
 /// How a request's context is built by the engine.
 pub(crate) struct ContextParts {
     pub id: RequestId,
-    pub protocol_version: String,
-    pub client_capabilities: ClientCapabilities,
-    pub client_info: Option<Implementation>,
+    pub origin: Origin,
     pub progress_token: Option<ProgressToken>,
-    pub request_log_level: Option<LoggingLevel>,
     pub outbox: Outbox,
-    pub session: Option<Arc<Session>>,
     pub cancel: CancellationToken,
 }
 
@@ -77,13 +82,9 @@ impl RequestContext {
         RequestContext {
             inner: Arc::new(Inner {
                 id: parts.id,
-                protocol_version: parts.protocol_version,
-                client_capabilities: parts.client_capabilities,
-                client_info: parts.client_info,
+                origin: parts.origin,
                 progress_token: parts.progress_token,
-                request_log_level: parts.request_log_level,
                 outbox: parts.outbox,
-                session: parts.session,
                 cancel: parts.cancel,
                 last_progress: Mutex::new(None),
                 input: InputState::default(),
@@ -99,22 +100,36 @@ impl RequestContext {
 
     /// The protocol version of the request (negotiated, or from its `_meta`).
     pub fn protocol_version(&self) -> &str {
-        &self.inner.protocol_version
+        match &self.inner.origin {
+            Origin::Session(s) => &s.version,
+            Origin::Request {
+                protocol_version, ..
+            } => protocol_version,
+        }
     }
 
     /// Whether the request is a 2026-07-28 (stateless) one.
     pub fn is_modern(&self) -> bool {
-        self.inner.session.is_none()
+        self.session().is_none()
     }
 
     /// What the client can do, as declared for this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.inner.client_capabilities
+        match &self.inner.origin {
+            Origin::Session(s) => &s.client_capabilities,
+            Origin::Request {
+                client_capabilities,
+                ..
+            } => client_capabilities,
+        }
     }
 
     /// Who the client says it is (self-reported: not for security decisions).
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.inner.client_info.as_ref()
+        match &self.inner.origin {
+            Origin::Session(s) => Some(&s.client_info),
+            Origin::Request { client_info, .. } => client_info.as_ref(),
+        }
     }
 
     /// Resolves when the client cancels the request (or the connection ends).
@@ -124,7 +139,10 @@ impl RequestContext {
 
     /// The legacy session the request belongs to, if any.
     pub(crate) fn session(&self) -> Option<&Arc<Session>> {
-        self.inner.session.as_ref()
+        match &self.inner.origin {
+            Origin::Session(s) => Some(s),
+            Origin::Request { .. } => None,
+        }
     }
 
     /// Whether the client cancelled the request.
@@ -146,7 +164,9 @@ impl RequestContext {
     /// Reports progress, when the client asked for it with a progress token. Values that do not
     /// increase are dropped, as the spec requires progress to grow.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = self.inner.progress_token.clone() else { return };
+        let Some(token) = self.inner.progress_token.clone() else {
+            return;
+        };
         {
             let mut last = self.inner.last_progress.lock().unwrap();
             if last.is_some_and(|l| progress <= l) || self.is_cancelled() {
@@ -154,15 +174,21 @@ impl RequestContext {
             }
             *last = Some(progress);
         }
-        let params = ProgressParams { progress_token: token, progress, total, message: message.map(Into::into), meta: None };
+        let params = ProgressParams {
+            progress_token: token,
+            progress,
+            total,
+            message: message.map(Into::into),
+            meta: None,
+        };
         self.notify("notifications/progress", &params).await;
     }
 
     /// Sends a log message to the client, when its level is at least the one the client asked for.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
-        let threshold = match &self.inner.session {
-            Some(session) => session.log_level(),
-            None => self.inner.request_log_level,
+        let threshold = match &self.inner.origin {
+            Origin::Session(session) => session.log_level(),
+            Origin::Request { log_level, .. } => *log_level,
         };
         if threshold.is_none_or(|t| level < t) || self.is_cancelled() {
             return;
@@ -188,47 +214,78 @@ impl RequestContext {
     /// Asks the user to fill a form described by `T`'s schema (form-mode elicitation).
     ///
     /// `Ok` carries what the user did; `content` is `Some` only when they accepted.
-    pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, ToolError> {
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(
+        &self,
+        message: &str,
+    ) -> Result<Elicitation<T>, ToolError> {
         let schema = super::schema::schema_for::<T>();
-        let requested: RequestedSchema = serde_json::from_value(Value::Object(schema))
-            .map_err(|e| ToolError::new(format!("the elicitation type is not a flat object: {e}")))?;
-        let result = self.elicit_raw(ElicitParams::form(message, requested)).await?;
+        let requested: RequestedSchema =
+            serde_json::from_value(Value::Object(schema)).map_err(|e| {
+                ToolError::new(format!("the elicitation type is not a flat object: {e}"))
+            })?;
+        let result = self
+            .elicit_raw(ElicitParams::form(message, requested))
+            .await?;
         Elicitation::from_result(result)
     }
 
     /// Sends any elicitation request, form or URL mode.
     pub async fn elicit_raw(&self, params: ElicitParams) -> Result<ElicitResult, ToolError> {
-        let caps = &self.inner.client_capabilities;
-        let supported = if params.is_url() { caps.elicitation_url() } else { caps.elicitation_form() };
+        let caps = self.client_capabilities();
+        let supported = if params.is_url() {
+            caps.elicitation_url()
+        } else {
+            caps.elicitation_form()
+        };
         if !supported {
-            let mode = if params.is_url() { json!({"url": {}}) } else { json!({}) };
+            let mode = if params.is_url() {
+                json!({"url": {}})
+            } else {
+                json!({})
+            };
             return Err(self.missing_capability(json!({"elicitation": mode}), "elicitation"));
         }
-        self.ask("elicitation/create", "elicitation", serde_json::to_value(params)?).await
+        self.ask(
+            "elicitation/create",
+            "elicitation",
+            serde_json::to_value(params)?,
+        )
+        .await
     }
 
     /// Asks the client's model for a completion (sampling).
-    pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, ToolError> {
-        let caps = &self.inner.client_capabilities;
+    pub async fn sample(
+        &self,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, ToolError> {
+        let caps = self.client_capabilities();
         if caps.sampling.is_none() {
             return Err(self.missing_capability(json!({"sampling": {}}), "sampling"));
         }
         if params.tools.is_some() && caps.sampling.as_ref().is_some_and(|s| s.tools.is_none()) {
-            return Err(self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools"));
+            return Err(
+                self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools")
+            );
         }
-        self.ask("sampling/createMessage", "sampling", serde_json::to_value(params)?).await
+        self.ask(
+            "sampling/createMessage",
+            "sampling",
+            serde_json::to_value(params)?,
+        )
+        .await
     }
 
     /// Asks the client for its roots.
     pub async fn roots(&self) -> Result<ListRootsResult, ToolError> {
-        if self.inner.client_capabilities.roots.is_none() {
+        if self.client_capabilities().roots.is_none() {
             return Err(self.missing_capability(json!({"roots": {}}), "roots"));
         }
         self.ask("roots/list", "roots", json!({})).await
     }
 
     fn missing_capability(&self, required: Value, what: &str) -> ToolError {
-        let message = format!("this request needs the client's {what} capability, which it did not declare");
+        let message =
+            format!("this request needs the client's {what} capability, which it did not declare");
         ToolError::protocol(
             ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
                 .with_data(json!({"requiredCapabilities": required})),
@@ -236,19 +293,34 @@ impl RequestContext {
     }
 
     /// Legacy: a request to the client. Modern: the answer from the retry, or `input_required`.
-    async fn ask<R: DeserializeOwned>(&self, method: &str, kind: &str, params: Value) -> Result<R, ToolError> {
-        if let Some(session) = &self.inner.session {
+    async fn ask<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        kind: &str,
+        params: Value,
+    ) -> Result<R, ToolError> {
+        if let Some(session) = self.session() {
             let answer = session.request(&self.inner.outbox, method, params).await?;
-            return serde_json::from_value(answer)
-                .map_err(|e| ToolError::new(format!("the client's answer to {method} is malformed: {e}")));
+            return serde_json::from_value(answer).map_err(|e| {
+                ToolError::new(format!("the client's answer to {method} is malformed: {e}"))
+            });
         }
         let n = self.inner.input.asked.fetch_add(1, Ordering::Relaxed);
         let key = format!("{kind}-{n}");
         let known = self.inner.input.answers.lock().unwrap().get(&key).cloned();
         match known {
-            Some(answer) => serde_json::from_value(answer)
-                .map_err(|e| ToolError::invalid_params(format!("inputResponses[{key}] is not a valid {method} result: {e}"))),
-            None => Err(ToolError::input_required(key, InputRequest { method: method.into(), params: Some(params) })),
+            Some(answer) => serde_json::from_value(answer).map_err(|e| {
+                ToolError::invalid_params(format!(
+                    "inputResponses[{key}] is not a valid {method} result: {e}"
+                ))
+            }),
+            None => Err(ToolError::input_required(
+                key,
+                InputRequest {
+                    method: method.into(),
+                    params: Some(params),
+                },
+            )),
         }
     }
 
@@ -280,7 +352,9 @@ impl<T: DeserializeOwned> Elicitation<T> {
                 let content = Value::Object(result.content.unwrap_or_default());
                 serde_json::from_value(content)
                     .map(Elicitation::Accepted)
-                    .map_err(|e| ToolError::new(format!("the form the user submitted does not match: {e}")))
+                    .map_err(|e| {
+                        ToolError::new(format!("the form the user submitted does not match: {e}"))
+                    })
             }
             ElicitAction::Decline => Ok(Elicitation::Declined),
             ElicitAction::Cancel => Ok(Elicitation::Cancelled),

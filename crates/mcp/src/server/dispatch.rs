@@ -10,7 +10,9 @@ use mcp_types::legacy::{SetLevelParams, SubscribeParams};
 use mcp_types::lifecycle::DiscoverResult;
 use mcp_types::mrtr::{InputRequests, InputRequiredResult};
 use mcp_types::prompts::{GetPromptParams, ListPromptsResult};
-use mcp_types::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult};
+use mcp_types::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
+};
 use mcp_types::result::{PaginatedParams, ResultType};
 use mcp_types::subscriptions::{ListenParams, SubscriptionFilter};
 use mcp_types::tools::{CallToolParams, CallToolResult, ListToolsResult};
@@ -31,11 +33,13 @@ use crate::error::{ToolError, ToolErrorKind};
 
 fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Result<P, ErrorObject> {
     let text = raw.map_or("{}", RawValue::get);
-    serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
+    serde_json::to_value(result)
+        .map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
 }
 
 impl Router {
@@ -81,19 +85,32 @@ impl Router {
 
     fn list_tools(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
-        let all: Vec<_> = registry.tools.iter().map(|t| &t.def).collect();
-        let (tools, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let all: Vec<_> = registry.tools.iter().map(|t| t.def()).collect();
+        let (tools, next_cursor) =
+            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let tools = tools.into_iter().cloned().collect();
-        to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
+        to_value(ListToolsResult {
+            tools,
+            next_cursor,
+            ..Default::default()
+        })
     }
 
-    async fn call_tool(&self, p: CallToolParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+    async fn call_tool(
+        &self,
+        p: CallToolParams,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
         let tool = self.inner.registry.read().unwrap().tools.get(&p.name);
         let Some(tool) = tool else {
-            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)));
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown tool: {}",
+                p.name
+            )));
         };
         let args = Value::Object(p.arguments.unwrap_or_default());
-        if let Err(problems) = tool.schema.check(&args) {
+        if let Err(problems) = tool.check(&args) {
             let text = format!(
                 "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's input schema and call it again.",
                 p.name,
@@ -101,19 +118,27 @@ impl Router {
             );
             return to_value(CallToolResult::error(text));
         }
-        let fp = state::fingerprint("tools/call", &p.name, &args);
-        if modern {
-            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        // Only 2026-07-28 requests can be retried with sealed state, so only they need the fingerprint.
+        let fp = modern.then(|| state::fingerprint("tools/call", &p.name, &args));
+        if let Some(fp) = &fp {
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
         }
         match (tool.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
-            Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
+            Err(ToolError {
+                kind: ToolErrorKind::Message(m),
+            }) => to_value(CallToolResult::error(m)),
             Err(e) => self.fail(e, cx, fp, modern),
         }
     }
 
     /// The answers of earlier rounds (sealed in `requestState`) merged with this retry's.
-    fn answers(&self, fp: &str, request_state: Option<&str>, responses: Option<JsonObject>) -> Result<JsonObject, ErrorObject> {
+    fn answers(
+        &self,
+        fp: &str,
+        request_state: Option<&str>,
+        responses: Option<JsonObject>,
+    ) -> Result<JsonObject, ErrorObject> {
         let mut answers = match request_state {
             Some(s) => state::open(&self.inner.config.state_key, fp, s)?,
             None => JsonObject::new(),
@@ -123,9 +148,15 @@ impl Router {
     }
 
     /// Turns a handler's error into `input_required` (modern) or a JSON-RPC error.
-    fn fail(&self, error: ToolError, cx: &RequestContext, fp: String, modern: bool) -> Result<Value, ErrorObject> {
-        match error.kind {
-            ToolErrorKind::InputRequired { key, request } if modern => {
+    fn fail(
+        &self,
+        error: ToolError,
+        cx: &RequestContext,
+        fp: Option<String>,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
+        match (error.kind, fp) {
+            (ToolErrorKind::InputRequired { key, request }, Some(fp)) => {
                 let config = &self.inner.config;
                 let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
                 let mut requests = InputRequests::new();
@@ -137,27 +168,42 @@ impl Router {
                     meta: None,
                 })
             }
-            kind => Err(ToolError { kind }.into_error_object(modern)),
+            (kind, _) => Err(ToolError { kind }.into_error_object(modern)),
         }
     }
 
     fn list_resources(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.resources.iter().map(|r| &r.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) =
+            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let resources = page.into_iter().cloned().collect();
-        to_value(ListResourcesResult { resources, next_cursor, ..Default::default() })
+        to_value(ListResourcesResult {
+            resources,
+            next_cursor,
+            ..Default::default()
+        })
     }
 
     fn list_templates(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.templates.iter().map(|t| &t.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) =
+            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let resource_templates = page.into_iter().cloned().collect();
-        to_value(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
+        to_value(ListResourceTemplatesResult {
+            resource_templates,
+            next_cursor,
+            ..Default::default()
+        })
     }
 
-    async fn read_resource(&self, p: ReadResourceParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+    async fn read_resource(
+        &self,
+        p: ReadResourceParams,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
         let (handler, vars) = {
             let registry = self.inner.registry.read().unwrap();
             match registry.resources.get(&p.uri) {
@@ -165,16 +211,26 @@ impl Router {
                 None => registry
                     .templates
                     .iter()
-                    .find_map(|t| t.template.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
-                    .ok_or_else(|| ToolError::not_found(format!("Resource not found: {}", p.uri)).into_error_object(modern))?,
+                    .find_map(|t| {
+                        t.template
+                            .matches(&p.uri)
+                            .map(|vars| (t.handler.clone(), vars))
+                    })
+                    .ok_or_else(|| {
+                        ToolError::not_found(format!("Resource not found: {}", p.uri))
+                            .into_error_object(modern)
+                    })?,
             }
         };
-        let fp = state::fingerprint("resources/read", &p.uri, &Value::Null);
-        if modern {
-            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        let fp = modern.then(|| state::fingerprint("resources/read", &p.uri, &Value::Null));
+        if let Some(fp) = &fp {
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
         }
         match handler(p.uri, vars, cx.clone()).await {
-            Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
+            Ok(contents) => to_value(ReadResourceResult {
+                contents,
+                ..Default::default()
+            }),
             Err(e) => self.fail(e, cx, fp, modern),
         }
     }
@@ -182,20 +238,33 @@ impl Router {
     fn list_prompts(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.prompts.iter().map(|p| &p.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) =
+            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let prompts = page.into_iter().cloned().collect();
-        to_value(ListPromptsResult { prompts, next_cursor, ..Default::default() })
+        to_value(ListPromptsResult {
+            prompts,
+            next_cursor,
+            ..Default::default()
+        })
     }
 
-    async fn get_prompt(&self, p: GetPromptParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+    async fn get_prompt(
+        &self,
+        p: GetPromptParams,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
         let prompt = self.inner.registry.read().unwrap().prompts.get(&p.name);
         let Some(prompt) = prompt else {
-            return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown prompt: {}",
+                p.name
+            )));
         };
         let args = p.arguments.unwrap_or_default();
-        let fp = state::fingerprint("prompts/get", &p.name, &json!(args));
-        if modern {
-            cx.set_answers(self.answers(&fp, p.request_state.as_deref(), p.input_responses)?);
+        let fp = modern.then(|| state::fingerprint("prompts/get", &p.name, &json!(args)));
+        if let Some(fp) = &fp {
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
         }
         match (prompt.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
@@ -208,18 +277,25 @@ impl Router {
         let registry = self.inner.registry.read().unwrap();
         match &p.reference {
             CompletionRef::Prompt { name, .. } if !registry.prompts.contains(name) => {
-                return Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}")));
+                return Err(ErrorObject::invalid_params(format!(
+                    "Unknown prompt: {name}"
+                )));
             }
             CompletionRef::Resource { uri }
                 if !registry.templates.contains(uri) && !registry.resources.contains(uri) =>
             {
-                return Err(ErrorObject::invalid_params(format!("Unknown resource or template: {uri}")));
+                return Err(ErrorObject::invalid_params(format!(
+                    "Unknown resource or template: {uri}"
+                )));
             }
             _ => {}
         }
         drop(registry);
         let completion = self.inner.completers.read().unwrap().complete(&p);
-        to_value(CompleteResult { completion, ..Default::default() })
+        to_value(CompleteResult {
+            completion,
+            ..Default::default()
+        })
     }
 
     fn set_level(&self, p: SetLevelParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
@@ -229,12 +305,21 @@ impl Router {
         Ok(json!({}))
     }
 
-    fn subscribe(&self, p: SubscribeParams, cx: &RequestContext, on: bool) -> Result<Value, ErrorObject> {
-        let Some(session) = cx.session() else { return Ok(json!({})) };
+    fn subscribe(
+        &self,
+        p: SubscribeParams,
+        cx: &RequestContext,
+        on: bool,
+    ) -> Result<Value, ErrorObject> {
+        let Some(session) = cx.session() else {
+            return Ok(json!({}));
+        };
         if !on {
             session.unsubscribe(&p.uri);
         } else if !session.subscribe(p.uri, self.inner.config.max_subscriptions) {
-            return Err(ErrorObject::invalid_params("too many resource subscriptions on this session"));
+            return Err(ErrorObject::invalid_params(
+                "too many resource subscriptions on this session",
+            ));
         }
         Ok(json!({}))
     }
@@ -243,7 +328,10 @@ impl Router {
     async fn listen(&self, p: ListenParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
         if p.notifications.task_ids.is_some() {
             let data = json!({"requiredCapabilities": {"extensions": {mcp_types::tasks::EXTENSION_ID: {}}}});
-            if !cx.client_capabilities().has_extension(mcp_types::tasks::EXTENSION_ID) {
+            if !cx
+                .client_capabilities()
+                .has_extension(mcp_types::tasks::EXTENSION_ID)
+            {
                 return Err(ErrorObject::new(
                     mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "taskIds needs the tasks extension in clientCapabilities",
@@ -251,12 +339,19 @@ impl Router {
                 .with_data(data));
             }
         }
-        let honoured = SubscriptionFilter { task_ids: None, ..p.notifications };
+        let honoured = SubscriptionFilter {
+            task_ids: None,
+            ..p.notifications
+        };
         let mut changes = self.changes();
         let mut meta = JsonObject::new();
-        meta.insert(mcp_types::meta::SUBSCRIPTION_ID.into(), to_value(cx.request_id())?);
+        meta.insert(
+            mcp_types::meta::SUBSCRIPTION_ID.into(),
+            to_value(cx.request_id())?,
+        );
         let ack = json!({"notifications": honoured, "_meta": meta});
-        cx.notify("notifications/subscriptions/acknowledged", &ack).await;
+        cx.notify("notifications/subscriptions/acknowledged", &ack)
+            .await;
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
@@ -264,13 +359,15 @@ impl Router {
             };
             match change {
                 Ok(change) if wants(&honoured, &change) => {
-                    cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
+                    cx.notify(change.method(), &change.params(Some(meta.clone())))
+                        .await;
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     for change in [Change::Tools, Change::Prompts, Change::Resources] {
                         if wants(&honoured, &change) {
-                            cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
+                            cx.notify(change.method(), &change.params(Some(meta.clone())))
+                                .await;
                         }
                     }
                 }
@@ -288,6 +385,9 @@ pub(crate) fn wants(filter: &SubscriptionFilter, change: &Change) -> bool {
         Change::Tools => filter.tools_list_changed == Some(true),
         Change::Prompts => filter.prompts_list_changed == Some(true),
         Change::Resources => filter.resources_list_changed == Some(true),
-        Change::ResourceUpdated(uri) => filter.resource_subscriptions.as_ref().is_some_and(|s| s.contains(uri)),
+        Change::ResourceUpdated(uri) => filter
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|s| s.contains(uri)),
     }
 }

@@ -20,18 +20,36 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::context::{ContextParts, RequestContext};
+use super::context::{ContextParts, Origin, RequestContext};
 use super::Router;
 use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
 
 /// Methods that exist only before 2026-07-28.
-const LEGACY_ONLY: &[&str] = &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+const LEGACY_ONLY: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 /// Methods that exist only from 2026-07-28 on.
-const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
+const MODERN_ONLY: &[&str] = &[
+    "server/discover",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
 /// Methods whose complete results carry `ttlMs` and `cacheScope` (2026-07-28).
-const CACHEABLE: &[&str] =
-    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+const CACHEABLE: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
 
 /// The `_meta` fields the engine reads, decoded without the rest of the params.
 #[derive(Deserialize, Default)]
@@ -55,10 +73,14 @@ struct ParamsMeta {
 }
 
 fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
-    let Some(raw) = params else { return Ok(RequestMeta::default()) };
+    let Some(raw) = params else {
+        return Ok(RequestMeta::default());
+    };
     match serde_json::from_str::<ParamsMeta>(raw.get()) {
         Ok(p) => Ok(p.meta.unwrap_or_default()),
-        Err(e) => Err(ErrorObject::invalid_params(format!("params must be an object with a valid _meta: {e}"))),
+        Err(e) => Err(ErrorObject::invalid_params(format!(
+            "params must be an object with a valid _meta: {e}"
+        ))),
     }
 }
 
@@ -82,20 +104,13 @@ pub(crate) fn admit(
         return admit_modern(method, id, meta, outbox, cancel);
     }
     match session {
-        Some(session) if MODERN_ONLY.contains(&method) => {
-            let _ = session;
-            Err(ErrorObject::method_not_found(method))
-        }
+        Some(_) if MODERN_ONLY.contains(&method) => Err(ErrorObject::method_not_found(method)),
         Some(session) => {
             let parts = ContextParts {
                 id,
-                protocol_version: session.version.clone(),
-                client_capabilities: session.client_capabilities.clone(),
-                client_info: Some(session.client_info.clone()),
+                origin: Origin::Session(session.clone()),
                 progress_token: meta.progress_token,
-                request_log_level: None,
                 outbox,
-                session: Some(session.clone()),
                 cancel,
             };
             Ok(Admitted { cx: RequestContext::new(parts), modern: false })
@@ -117,23 +132,31 @@ fn admit_modern(
 ) -> Result<Admitted, ErrorObject> {
     let version = match meta.protocol_version {
         Some(Value::String(v)) => v,
-        _ => return Err(ErrorObject::invalid_params(format!("_meta[\"{}\"] must be a string", meta::PROTOCOL_VERSION))),
+        _ => {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] must be a string",
+                meta::PROTOCOL_VERSION
+            )))
+        }
     };
     if !ProtocolVersion::MODERN.contains(&version.as_str()) {
         return Err(unsupported_version(&version));
     }
     let client_capabilities: ClientCapabilities = match meta.client_capabilities {
         Some(v) => serde_json::from_value(v).map_err(|e| {
-            ErrorObject::invalid_params(format!("_meta[\"{}\"] is malformed: {e}", meta::CLIENT_CAPABILITIES))
-        })?,
-        None => {
-            return Err(ErrorObject::invalid_params(format!(
-                "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] is malformed: {e}",
                 meta::CLIENT_CAPABILITIES
-            )))
-        }
+            ))
+        })?,
+        None => return Err(ErrorObject::invalid_params(format!(
+            "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
+            meta::CLIENT_CAPABILITIES
+        ))),
     };
-    let client_info: Option<Implementation> = meta.client_info.and_then(|v| serde_json::from_value(v).ok());
+    let client_info: Option<Implementation> = meta
+        .client_info
+        .and_then(|v| serde_json::from_value(v).ok());
     let request_log_level: Option<LoggingLevel> = match meta.log_level {
         None => None,
         Some(v) => Some(serde_json::from_value(v).map_err(|_| {
@@ -146,28 +169,39 @@ fn admit_modern(
     if LEGACY_ONLY.contains(&method) {
         return Err(ErrorObject::method_not_found(method));
     }
-    let parts = ContextParts {
-        id,
+    let origin = Origin::Request {
         protocol_version: version,
         client_capabilities,
         client_info,
+        log_level: request_log_level,
+    };
+    let parts = ContextParts {
+        id,
+        origin,
         progress_token: meta.progress_token,
-        request_log_level,
         outbox,
-        session: None,
         cancel,
     };
-    Ok(Admitted { cx: RequestContext::new(parts), modern: true })
+    Ok(Admitted {
+        cx: RequestContext::new(parts),
+        modern: true,
+    })
 }
 
 /// -32022 with the versions this server supports.
 pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
-    ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
-        .with_data(json!({"supported": ProtocolVersion::ALL, "requested": requested}))
+    ErrorObject::new(
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        format!("Unsupported protocol version: {requested}"),
+    )
+    .with_data(json!({"supported": ProtocolVersion::ALL, "requested": requested}))
 }
 
 /// The legacy handshake: the client's version if we speak it, else our newest legacy one.
-pub(crate) fn initialize(router: &Router, params: Option<&RawValue>) -> Result<(InitializeParams, InitializeResult), ErrorObject> {
+pub(crate) fn initialize(
+    router: &Router,
+    params: Option<&RawValue>,
+) -> Result<(InitializeParams, InitializeResult), ErrorObject> {
     let raw = params.ok_or_else(|| ErrorObject::invalid_params("initialize needs params"))?;
     let params: InitializeParams = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {e}")))?;
@@ -192,7 +226,9 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
     if !modern {
         return result;
     }
-    let Value::Object(mut object) = result else { return result };
+    let Value::Object(mut object) = result else {
+        return result;
+    };
     let complete = !object.contains_key("resultType");
     if complete {
         object.insert("resultType".into(), "complete".into());
@@ -202,9 +238,12 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
         object.entry("ttlMs").or_insert(ttl.into());
         object.entry("cacheScope").or_insert("private".into());
     }
-    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
-        meta.entry(meta::SERVER_INFO).or_insert_with(|| serde_json::to_value(&router.inner.config.info).unwrap_or_default());
+        meta.entry(meta::SERVER_INFO)
+            .or_insert_with(|| serde_json::to_value(&router.inner.config.info).unwrap_or_default());
     }
     Value::Object(object)
 }

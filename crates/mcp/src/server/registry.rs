@@ -19,7 +19,10 @@ pub(crate) struct Catalog<E> {
 
 impl<E> Default for Catalog<E> {
     fn default() -> Self {
-        Catalog { entries: Vec::new(), index: HashMap::new() }
+        Catalog {
+            entries: Vec::new(),
+            index: HashMap::new(),
+        }
     }
 }
 
@@ -41,7 +44,9 @@ impl<E> Catalog<E> {
 
     /// Removes the entry named `name`; `true` when there was one.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(i) = self.index.remove(name) else { return false };
+        let Some(i) = self.index.remove(name) else {
+            return false;
+        };
         self.entries.remove(i);
         for slot in self.index.values_mut() {
             if *slot > i {
@@ -102,7 +107,10 @@ impl Change {
     }
 
     /// The notification's params, with extra `_meta` if given.
-    pub fn params(&self, meta: Option<serde_json::Map<String, serde_json::Value>>) -> serde_json::Value {
+    pub fn params(
+        &self,
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> serde_json::Value {
         let mut params = serde_json::Map::new();
         if let Change::ResourceUpdated(uri) = self {
             params.insert("uri".into(), uri.clone().into());

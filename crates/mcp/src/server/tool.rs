@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mcp_types::content::ContentBlock;
 use mcp_types::tools::{CallToolResult, Tool, ToolAnnotations};
@@ -24,13 +24,38 @@ use crate::error::ToolError;
 /// A boxed future, as stored handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-pub(crate) type ErasedToolHandler = Arc<dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
+pub(crate) type ErasedToolHandler = Arc<
+    dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync,
+>;
 
-/// A tool as registered: its definition, its compiled input schema and its handler.
+/// A tool as registered: its name, its definition and compiled input schema (both derived on
+/// first use, so a server with many tools still starts in a blink) and its handler.
 pub(crate) struct ToolEntry {
-    pub def: Tool,
-    pub schema: CompiledSchema,
+    pub name: String,
+    def: OnceLock<Tool>,
+    make_def: Box<dyn Fn() -> Tool + Send + Sync>,
+    schema: OnceLock<Result<CompiledSchema, String>>,
     pub handler: ErasedToolHandler,
+}
+
+impl ToolEntry {
+    /// The full definition, schemas included.
+    pub fn def(&self) -> &Tool {
+        self.def.get_or_init(|| (self.make_def)())
+    }
+
+    /// Checks arguments against the input schema; `Err` lists what to fix.
+    pub fn check(&self, args: &Value) -> Result<(), Vec<String>> {
+        let compiled = self
+            .schema
+            .get_or_init(|| CompiledSchema::compile(&self.def().input_schema));
+        match compiled {
+            Ok(schema) => schema.check(args),
+            Err(e) => Err(vec![format!(
+                "the tool's own input schema is invalid ({e}); report this to the server's author"
+            )]),
+        }
+    }
 }
 
 /// Arguments of a tool that takes none: accepts only `{}`.
@@ -73,13 +98,19 @@ impl IntoToolOutput for &'static str {
 
 impl IntoToolOutput for ContentBlock {
     fn into_result(self) -> CallToolResult {
-        CallToolResult { content: vec![self], ..Default::default() }
+        CallToolResult {
+            content: vec![self],
+            ..Default::default()
+        }
     }
 }
 
 impl IntoToolOutput for Vec<ContentBlock> {
     fn into_result(self) -> CallToolResult {
-        CallToolResult { content: self, ..Default::default() }
+        CallToolResult {
+            content: self,
+            ..Default::default()
+        }
     }
 }
 
@@ -91,7 +122,9 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Json<T> {
                 structured_content: Some(value),
                 ..Default::default()
             },
-            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
+            Err(e) => {
+                CallToolResult::error(format!("the tool's output could not be serialized: {e}"))
+            }
         }
     }
     fn output_schema() -> Option<JsonObject> {
@@ -116,7 +149,9 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Structured<T> {
                 structured_content: Some(value),
                 ..Default::default()
             },
-            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
+            Err(e) => {
+                CallToolResult::error(format!("the tool's output could not be serialized: {e}"))
+            }
         }
     }
     fn output_schema() -> Option<JsonObject> {
@@ -221,31 +256,58 @@ where
     Args: DeserializeOwned + JsonSchema + Send + 'static,
     Out: IntoToolOutput + Send + 'static,
 {
-    let mut tool = def.tool;
+    let tool = def.tool;
     check_name(&tool.name);
-    if tool.input_schema.is_empty() {
-        tool.input_schema = input_schema_for::<Args>();
+    let tool_name = tool.name.clone();
+    let make_def = Box::new(move || {
+        let mut tool = tool.clone();
+        if tool.input_schema.is_empty() {
+            tool.input_schema = input_schema_for::<Args>();
+        }
+        if tool.output_schema.is_none() {
+            tool.output_schema = Out::output_schema();
+        }
+        tool
+    });
+    let entry_def = OnceLock::new();
+    let schema = OnceLock::new();
+    if cfg!(debug_assertions) {
+        // Debug builds find a bad schema when the router is built, not at the first call.
+        let tool = make_def();
+        let compiled = CompiledSchema::compile(&tool.input_schema)
+            .unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
+        let _ = schema.set(Ok(compiled));
+        let _ = entry_def.set(tool);
     }
-    if tool.output_schema.is_none() {
-        tool.output_schema = Out::output_schema();
-    }
-    let schema = CompiledSchema::compile(&tool.input_schema)
-        .unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
-    let name: Arc<str> = tool.name.as_str().into();
+    let name: Arc<str> = tool_name.as_str().into();
     let handler: ErasedToolHandler = Arc::new(move |args: Value, cx: RequestContext| {
         let handler = handler.clone();
         let name = name.clone();
         Box::pin(async move {
             let args: Args = serde_json::from_value(args)
                 .map_err(|e| ToolError::new(format!("Invalid arguments for tool {name}: {e}")))?;
-            handler.call(args, cx).await.map(IntoToolOutput::into_result)
+            handler
+                .call(args, cx)
+                .await
+                .map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
-    ToolEntry { def: tool, schema, handler }
+    ToolEntry {
+        name: tool_name,
+        def: entry_def,
+        make_def,
+        schema,
+        handler,
+    }
 }
 
 fn check_name(name: &str) {
     let valid = (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    assert!(valid, "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and .");
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    assert!(
+        valid,
+        "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and ."
+    );
 }

@@ -125,17 +125,31 @@ impl Pipe {
 }
 
 impl AsyncRead for Pipe {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
+            // SAFETY: the kernel writes at most `unfilled.len()` bytes into this uninitialized
+            // memory; only the `n` bytes it reports written are then marked initialized. Not
+            // zeroing first matters: the buffer is 64 KiB and this runs once per message.
+            let unfilled = unsafe { buf.unfilled_mut() };
             let result = guard.try_io(|fd| {
-                // SAFETY: reads at most unfilled.len() bytes into memory we borrow mutably.
-                let n = unsafe { libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) };
-                if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+                let n = unsafe {
+                    libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len())
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
             });
             match result {
                 Ok(Ok(n)) => {
+                    // SAFETY: read(2) initialized the first `n` bytes.
+                    unsafe { buf.assume_init(n) };
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -147,13 +161,21 @@ impl AsyncRead for Pipe {
 }
 
 impl AsyncWrite for Pipe {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         loop {
             let mut guard = ready!(self.fd.poll_write_ready(cx))?;
             let result = guard.try_io(|fd| {
                 // SAFETY: writes at most data.len() bytes from memory we borrow.
                 let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
-                if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
             });
             match result {
                 Ok(result) => return Poll::Ready(result),
