@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-stdio`
 
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;

@@ -81,39 +81,27 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     fn take_frame(&mut self) -> Option<Frame> {
-        loop {
-            let newline = memchr(&self.buffer[self.scanned..]).map(|i| i + self.scanned);
-            match newline {
-                Some(end) => {
-                    let mut line = self.buffer[self.start..end].to_vec();
-                    self.start = end + 1;
-                    self.scanned = self.start;
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                    if std::mem::take(&mut self.skipping) {
-                        return Some(Frame::TooLong);
-                    }
-                    if line.len() > self.max_line {
-                        return Some(Frame::TooLong);
-                    }
-                    return Some(Frame::Line(line));
-                }
-                None if self.buffer.len() - self.start > self.max_line => {
-                    // Too long already: drop what we have and skip to the newline.
-                    self.buffer.clear();
-                    self.buffer.shrink_to(CHUNK);
-                    self.start = 0;
-                    self.scanned = 0;
-                    self.skipping = true;
-                    return None;
-                }
-                None => {
-                    self.scanned = self.buffer.len();
-                    return None;
-                }
+        let Some(end) = memchr(&self.buffer[self.scanned..]).map(|i| i + self.scanned) else {
+            if self.buffer.len() - self.start > self.max_line {
+                // Too long already: drop what we have and skip to the newline.
+                self.buffer.clear();
+                self.buffer.shrink_to(CHUNK);
+                self.start = 0;
+                self.skipping = true;
             }
+            self.scanned = self.buffer.len();
+            return None;
+        };
+        let mut line = self.buffer[self.start..end].to_vec();
+        self.start = end + 1;
+        self.scanned = self.start;
+        if line.last() == Some(&b'\r') {
+            line.pop();
         }
+        if std::mem::take(&mut self.skipping) || line.len() > self.max_line {
+            return Some(Frame::TooLong);
+        }
+        Some(Frame::Line(line))
     }
 
     fn take_rest(&mut self) -> Option<Frame> {

@@ -56,6 +56,7 @@ struct InputState {
 
 /// Where a request's version, capabilities and client identity come from.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per request, inside an Arc: boxing would add an allocation
 pub(crate) enum Origin {
     /// A legacy session: what `initialize` established.
     Session(Arc<Session>),

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The project's test command: everything a fresh machine needs, then every test.
+#
+#   bash scripts/test.sh            # unit, integration, end-to-end and interop tests
+#   MCP_FUZZ_SECONDS=60 bash ...    # also fuzz the decoder and the router for 60 s each
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n== %s\n' "$*" >&2; }
+
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
+
+log "cargo test --workspace"
+cargo test --workspace --locked
+
+if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
+    log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"
+    cargo test --locked -p mcp --test fuzz -- --nocapture
+fi
