@@ -18,7 +18,43 @@ pub use error::{Error, ToolError};
 pub use mcp_types as types;
 pub use server::{RequestContext, Router};
 
-/// Serves `router` on stdio (the default), as every server binary of this project does.
+/// Serves `router` as the command line asks: stdio by default, Streamable HTTP with
+/// `--http ADDR` (served at path `/mcp`).
 pub async fn serve(router: Router) -> std::io::Result<()> {
-    transport::stdio::serve(router).await
+    serve_with_args(router, std::env::args().skip(1)).await
+}
+
+/// [`serve`] with explicit arguments (what a binary left after taking its own options).
+pub async fn serve_with_args(
+    router: Router,
+    args: impl IntoIterator<Item = String>,
+) -> std::io::Result<()> {
+    let mut args = args.into_iter();
+    let mut http = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => {
+                http = Some(
+                    args.next()
+                        .ok_or_else(|| bad_args("--http needs an address, e.g. 127.0.0.1:8080"))?,
+                )
+            }
+            "--stdio" => http = None,
+            other => {
+                return Err(bad_args(&format!(
+                    "unknown argument {other:?} (expected --http ADDR or --stdio)"
+                )))
+            }
+        }
+    }
+    match http {
+        None => transport::stdio::serve(router).await,
+        Some(addr) => Err(bad_args(&format!(
+            "--http {addr}: the HTTP transport is not built yet"
+        ))),
+    }
+}
+
+fn bad_args(message: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message.to_owned())
 }

@@ -149,10 +149,12 @@ fn admit_modern(
                 meta::CLIENT_CAPABILITIES
             ))
         })?,
-        None => return Err(ErrorObject::invalid_params(format!(
+        None => {
+            return Err(ErrorObject::invalid_params(format!(
             "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
             meta::CLIENT_CAPABILITIES
-        ))),
+        )))
+        }
     };
     let client_info: Option<Implementation> = meta
         .client_info

@@ -1,0 +1,132 @@
+//! `paypedia`: the IBAN and bank-code MCP server.
+//!
+//! ```text
+//! paypedia [--data DIR] [--http ADDR]
+//! ```
+//! Serves stdio by default. `--data DIR` loads `bank_registry.csv` and `iban_formats.csv` from
+//! DIR instead of the registry built into the binary.
+
+use mcp::server::{RequestContext, Router, Structured, ToolDef, ToolError};
+use paypedia::tools::{
+    self, BankResolveArgs, BankResolveOutput, BicLookupArgs, BicLookupOutput, IbanCheckArgs,
+    IbanCheckOutput,
+};
+use paypedia::Data;
+
+const IBAN_CHECK: &str = "Validates one or more IBANs and names the bank behind each. Pass an IBAN, several, or any \
+text that contains them (spaces, dashes, lower case and an \"IBAN:\" prefix are fine). For each IBAN it checks the \
+country, the length, the country's BBAN layout, the ISO 13616 check digits and, where the country has them, the \
+national check digits (RIB key, CIN, Spanish control digits, German per-bank methods...), then resolves the bank code \
+to the bank's name and BIC. Each verdict says exactly what is wrong when it is invalid. Call this whenever a user \
+gives, pastes or asks about an IBAN, before any payment. At most 100 verdicts are detailed per call.";
+
+const BANK_RESOLVE: &str = "Returns a bank's name and BIC from its national bank code (the one embedded in the \
+IBAN) and its country. Registry of ~25,300 codes in 46 countries, built from central-bank publications. Call this \
+when you have a bank code (e.g., 30004 in France) but do not know which institution it belongs to. The code is the \
+country's own: 5 digits in FR, 8 in DE (Bankleitzahl), the 4-letter BIC prefix in GB and IE, bank + branch in SI.";
+
+const BIC_LOOKUP: &str = "Explains a BIC (SWIFT code): its institution, country, location and branch parts, and \
+which banks in the registry use it, with their national bank codes. Call this to check that a BIC given for a \
+payment belongs to the bank the IBAN points to, or to find a bank from its BIC.";
+
+async fn iban_check(
+    args: IbanCheckArgs,
+    _cx: RequestContext,
+) -> Result<Structured<IbanCheckOutput>, ToolError> {
+    tools::iban_check(Data::current(), &args.input)
+}
+
+async fn bank_resolve(
+    args: BankResolveArgs,
+    _cx: RequestContext,
+) -> Result<Structured<BankResolveOutput>, ToolError> {
+    tools::bank_resolve(Data::current(), &args.country, &args.bank_code)
+}
+
+async fn bic_lookup(
+    args: BicLookupArgs,
+    _cx: RequestContext,
+) -> Result<Structured<BicLookupOutput>, ToolError> {
+    tools::bic_lookup(Data::current(), &args.bic)
+}
+
+fn router() -> Router {
+    Router::new()
+        .info("paypedia", env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "paypedia checks IBANs (iban_check) and resolves national bank codes (bank_resolve) and BICs \
+             (bic_lookup) on a registry of real bank data. Read paypedia://countries for IBAN formats.",
+        )
+        .tool_def(ToolDef::new("iban_check").title("Check IBANs").description(IBAN_CHECK).read_only(), iban_check)
+        .tool_def(ToolDef::new("bank_resolve").title("Resolve a bank code").description(BANK_RESOLVE).read_only(), bank_resolve)
+        .tool_def(ToolDef::new("bic_lookup").title("Look up a BIC").description(BIC_LOOKUP).read_only(), bic_lookup)
+        .resource_def(
+            mcp::types::resources::Resource {
+                uri: "paypedia://countries".into(),
+                name: "countries".into(),
+                title: Some("IBAN formats of every country".into()),
+                description: Some("Length, layout, example, national check algorithm and bank-code count per country.".into()),
+                mime_type: Some("application/json".into()),
+                ..Default::default()
+            },
+            tools::countries_resource,
+        )
+        .resource_template_def(
+            mcp::types::resources::ResourceTemplate {
+                uri_template: "paypedia://countries/{cc}".into(),
+                name: "country".into(),
+                title: Some("IBAN format of one country".into()),
+                description: Some("The IBAN format of the country with ISO code {cc}, e.g. paypedia://countries/FR.".into()),
+                mime_type: Some("application/json".into()),
+                ..Default::default()
+            },
+            tools::country_resource,
+        )
+        .complete_resource_argument("paypedia://countries/{cc}", "cc", |typed: &str, _: &_| {
+            let typed = typed.to_ascii_uppercase();
+            Data::current().formats().all().iter().map(|f| f.country.clone()).filter(|c| c.starts_with(&typed)).collect()
+        })
+        .prompt_def(
+            mcp::types::prompts::Prompt {
+                name: "check_payment_details".into(),
+                title: Some("Check a payee's payment details".into()),
+                description: Some("Walks the model through checking a payee's IBAN and BIC before a payment.".into()),
+                ..Default::default()
+            },
+            tools::check_payment_prompt,
+        )
+}
+
+fn usage() -> ! {
+    eprintln!("usage: paypedia [--data DIR] [--http ADDR]\n\nServes MCP on stdio by default.");
+    std::process::exit(2)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut rest = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--data" => {
+                let Some(dir) = args.next() else { usage() };
+                match Data::load(std::path::Path::new(&dir)) {
+                    Ok(data) => Data::install(data),
+                    Err(e) => {
+                        eprintln!("paypedia: cannot load --data {dir}: {e}");
+                        return std::process::ExitCode::FAILURE;
+                    }
+                }
+            }
+            "-h" | "--help" => usage(),
+            _ => rest.push(arg),
+        }
+    }
+    match mcp::serve_with_args(router(), rest).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("paypedia: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
