@@ -201,7 +201,7 @@ fn key_index(records: &[Record]) -> Vec<u8> {
             _ => keys.push((key, i as u32, 1)),
         }
     }
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    keys.sort_by_key(|k| k.0);
     let mut out = Vec::with_capacity(keys.len() * KEY);
     for (key, first, count) in keys {
         out.extend_from_slice(&key);
