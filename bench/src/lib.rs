@@ -13,11 +13,7 @@ use std::time::{Duration, Instant};
 pub fn sibling_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let path = exe.parent().unwrap().join(name);
-    assert!(
-        path.exists(),
-        "{} not found: build it first (cargo build --release --workspace)",
-        path.display()
-    );
+    assert!(path.exists(), "{} not found: build it first (cargo build --release --workspace)", path.display());
     path
 }
 
@@ -43,11 +39,7 @@ impl StdioProcess {
             .unwrap_or_else(|e| panic!("spawn {}: {e}", path.display()));
         let stdin = BufWriter::new(child.stdin.take().unwrap());
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        StdioProcess {
-            child,
-            stdin,
-            stdout,
-        }
+        StdioProcess { child, stdin, stdout }
     }
 
     /// Writes one line and flushes.

@@ -57,10 +57,7 @@ fn first_call(path: &Path, args: &[&str], call: &str, runs: usize) -> Vec<Durati
                 p.send(INITIALIZED);
                 p.send(call);
                 let answer = p.recv();
-                assert!(
-                    answer.contains("\"id\":1") && !answer.contains("isError\":true"),
-                    "{answer}"
-                );
+                assert!(answer.contains("\"id\":1") && !answer.contains("isError\":true"), "{answer}");
                 p
             });
             p.finish();
@@ -87,7 +84,8 @@ fn main() {
     let paypedia = sibling_binary("paypedia");
     let example = sibling_binary("mcp-example");
     let check = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"iban_check","arguments":{"input":"FR7630006000011234567890189"}}}"#;
-    let echo = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
+    let echo =
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}"#;
     let (mut ours, mut floor) = (Vec::new(), Vec::new());
     for _ in 0..30 {
         ours.extend(first_call(&paypedia, &[], check, 1));

@@ -76,10 +76,7 @@ fn pipelined(path: &Path, calls: usize, window: usize) -> (f64, StdioProcess) {
 
 /// A placeholder reader while the real stdout is on the reader thread.
 fn empty_stdout() -> std::process::ChildStdout {
-    let mut child = std::process::Command::new("true")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = std::process::Command::new("true").stdout(std::process::Stdio::piped()).spawn().unwrap();
     let out = child.stdout.take().unwrap();
     let _ = child.wait();
     out
@@ -87,12 +84,7 @@ fn empty_stdout() -> std::process::ChildStdout {
 
 /// Median round trip of one call at a time, for both servers, measured in alternating rounds so
 /// that drift in the machine's load hits both alike.
-fn sequential(
-    ours: &Path,
-    floor: &Path,
-    rounds: usize,
-    calls_per_round: usize,
-) -> (Duration, Duration) {
+fn sequential(ours: &Path, floor: &Path, rounds: usize, calls_per_round: usize) -> (Duration, Duration) {
     let mut servers = [start(ours), start(floor)];
     let mut samples = [Vec::new(), Vec::new()];
     let mut id = 0;
@@ -167,43 +159,19 @@ fn main() {
     let (ours_tput, floor_tput) = (ours_runs[1], floor_runs[1]);
     let ratio = ours_tput / floor_tput;
     ok &= ratio >= 0.40;
-    report(
-        "pipelined echo, 64 in flight (calls/s)",
-        ours_tput,
-        floor_tput,
-        "calls/s",
-        ratio,
-        ">= 0.40",
-        ratio >= 0.40,
-    );
+    report("pipelined echo, 64 in flight (calls/s)", ours_tput, floor_tput, "calls/s", ratio, ">= 0.40", ratio >= 0.40);
 
     mcp_bench::pin_to_one_cpu(); // from here on: latency, measured on one core (see the function)
     let (ours_p50, floor_p50) = sequential(&ours, &floor, 20, 200);
     let ratio = ours_p50.as_secs_f64() / floor_p50.as_secs_f64();
     ok &= ratio <= 1.5;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    report(
-        "sequential echo, p50 latency (us)",
-        us(ours_p50),
-        us(floor_p50),
-        "us",
-        ratio,
-        "<= 1.50",
-        ratio <= 1.5,
-    );
+    report("sequential echo, p50 latency (us)", us(ours_p50), us(floor_p50), "us", ratio, "<= 1.50", ratio <= 1.5);
 
     let (ours_init, floor_init) = spawn_to_init(&ours, &floor, 60);
     let ratio = ours_init.as_secs_f64() / floor_init.as_secs_f64();
     ok &= ratio <= 1.5;
-    report(
-        "spawn to initialize response (us)",
-        us(ours_init),
-        us(floor_init),
-        "us",
-        ratio,
-        "<= 1.50",
-        ratio <= 1.5,
-    );
+    report("spawn to initialize response (us)", us(ours_init), us(floor_init), "us", ratio, "<= 1.50", ratio <= 1.5);
 
     let mib = peak_kib as f64 / 1024.0;
     let within = mib <= 8.0;

@@ -81,11 +81,7 @@ pub struct TextContent {
 impl TextContent {
     /// Text without annotations.
     pub fn new(text: impl Into<String>) -> Self {
-        TextContent {
-            text: text.into(),
-            annotations: None,
-            meta: None,
-        }
+        TextContent { text: text.into(), annotations: None, meta: None }
     }
 }
 

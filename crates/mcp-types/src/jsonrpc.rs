@@ -66,9 +66,7 @@ impl<'de> Deserialize<'de> for JsonRpcVersion {
         if v == "2.0" {
             Ok(JsonRpcVersion)
         } else {
-            Err(de::Error::custom(format!(
-                "jsonrpc must be \"2.0\", got {v:?}"
-            )))
+            Err(de::Error::custom(format!("jsonrpc must be \"2.0\", got {v:?}")))
         }
     }
 }
@@ -123,11 +121,7 @@ pub struct ErrorObject {
 impl ErrorObject {
     /// An error with a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorObject {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        ErrorObject { code, message: message.into(), data: None }
     }
 
     /// The same error with `data` set.
@@ -146,10 +140,7 @@ impl ErrorObject {
     }
     /// -32601 naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
-        )
+        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
     }
     /// -32602.
     pub fn invalid_params(message: impl Into<String>) -> Self {
@@ -238,9 +229,7 @@ impl<'a> Envelope<'a> {
             None => None,
             Some(None) => Some(None),
             Some(Some(IdValue::Valid(id))) => Some(Some(id)),
-            Some(Some(IdValue::Invalid)) => {
-                return Err(invalid(None, "id must be a string or an integer"))
-            }
+            Some(Some(IdValue::Invalid)) => return Err(invalid(None, "id must be a string or an integer")),
         };
         let usable_id = id.clone().flatten();
         if self.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
@@ -254,16 +243,9 @@ impl<'a> Envelope<'a> {
             },
         };
         match (method, id) {
-            (Some(method), None) => Ok(MessageKind::Notification {
-                method,
-                params: self.params,
-            }),
+            (Some(method), None) => Ok(MessageKind::Notification { method, params: self.params }),
             (Some(_), Some(None)) => Err(invalid(None, "request id must not be null")),
-            (Some(method), Some(Some(id))) => Ok(MessageKind::Request {
-                id,
-                method,
-                params: self.params,
-            }),
+            (Some(method), Some(Some(id))) => Ok(MessageKind::Request { id, method, params: self.params }),
             (None, id) => Self::response(id.flatten(), self.result, self.error),
         }
     }
@@ -282,23 +264,14 @@ impl<'a> Envelope<'a> {
                 Ok(error) => Ok(MessageKind::Error { id, error }),
                 Err(e) => Err(invalid(id, format!("malformed error object: {e}"))),
             },
-            (Some(_), Some(_)) => Err(invalid(
-                id,
-                "a response has either result or error, not both",
-            )),
-            (None, None) => Err(invalid(
-                id,
-                "a message needs a method, a result or an error",
-            )),
+            (Some(_), Some(_)) => Err(invalid(id, "a response has either result or error, not both")),
+            (None, None) => Err(invalid(id, "a message needs a method, a result or an error")),
         }
     }
 }
 
 fn invalid(id: Option<RequestId>, reason: impl Into<String>) -> InvalidMessage {
-    InvalidMessage {
-        id,
-        reason: reason.into(),
-    }
+    InvalidMessage { id, reason: reason.into() }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
@@ -376,11 +349,7 @@ pub struct JsonRpcNotification<P> {
 impl<P> JsonRpcNotification<P> {
     /// A notification of `method` with `params`.
     pub fn new(method: impl Into<String>, params: P) -> Self {
-        JsonRpcNotification {
-            jsonrpc: JsonRpcVersion,
-            method: method.into(),
-            params: Some(params),
-        }
+        JsonRpcNotification { jsonrpc: JsonRpcVersion, method: method.into(), params: Some(params) }
     }
 }
 
@@ -409,11 +378,7 @@ pub struct JsonRpcError {
 impl JsonRpcError {
     /// An error response to `id`.
     pub fn new(id: Option<RequestId>, error: ErrorObject) -> Self {
-        JsonRpcError {
-            jsonrpc: JsonRpcVersion,
-            id,
-            error,
-        }
+        JsonRpcError { jsonrpc: JsonRpcVersion, id, error }
     }
 }
 
@@ -427,18 +392,9 @@ mod tests {
 
     #[test]
     fn classifies_by_keys() {
-        assert!(matches!(
-            kind(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#),
-            Ok(MessageKind::Request { .. })
-        ));
-        assert!(matches!(
-            kind(r#"{"jsonrpc":"2.0","method":"x"}"#),
-            Ok(MessageKind::Notification { .. })
-        ));
-        assert!(matches!(
-            kind(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
-            Ok(MessageKind::Result { .. })
-        ));
+        assert!(matches!(kind(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(MessageKind::Request { .. })));
+        assert!(matches!(kind(r#"{"jsonrpc":"2.0","method":"x"}"#), Ok(MessageKind::Notification { .. })));
+        assert!(matches!(kind(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#), Ok(MessageKind::Result { .. })));
         assert!(matches!(
             kind(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}"#),
             Ok(MessageKind::Error { id: None, .. })
@@ -447,11 +403,7 @@ mod tests {
 
     #[test]
     fn ids_keep_their_type() {
-        let Ok(MessageKind::Request { id, .. }) =
-            kind(r#"{"jsonrpc":"2.0","id":"1","method":"x"}"#)
-        else {
-            panic!()
-        };
+        let Ok(MessageKind::Request { id, .. }) = kind(r#"{"jsonrpc":"2.0","id":"1","method":"x"}"#) else { panic!() };
         assert_eq!(id, RequestId::String("1".into()));
         assert_ne!(id, RequestId::Number(1));
     }

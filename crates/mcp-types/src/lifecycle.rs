@@ -34,11 +34,7 @@ pub struct Implementation {
 impl Implementation {
     /// A name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Implementation {
-            name: name.into(),
-            version: version.into(),
-            ..Default::default()
-        }
+        Implementation { name: name.into(), version: version.into(), ..Default::default() }
     }
 }
 
@@ -86,9 +82,7 @@ pub struct ClientCapabilities {
 impl ClientCapabilities {
     /// Whether the client accepts form-mode elicitation.
     pub fn elicitation_form(&self) -> bool {
-        self.elicitation
-            .as_ref()
-            .is_some_and(|e| e.form.is_some() || e.url.is_none())
+        self.elicitation.as_ref().is_some_and(|e| e.form.is_some() || e.url.is_none())
     }
     /// Whether the client accepts URL-mode elicitation.
     pub fn elicitation_url(&self) -> bool {

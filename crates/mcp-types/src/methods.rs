@@ -11,15 +11,12 @@ use serde::Serialize;
 
 use crate::completion::{CompleteParams, CompleteResult};
 use crate::elicitation::{ElicitParams, ElicitResult};
-use crate::legacy::{
-    ElicitationCompleteParams, InitializeParams, InitializeResult, SetLevelParams, SubscribeParams,
-};
+use crate::legacy::{ElicitationCompleteParams, InitializeParams, InitializeResult, SetLevelParams, SubscribeParams};
 use crate::lifecycle::DiscoverResult;
 use crate::logging::LoggingMessageParams;
 use crate::prompts::{GetPromptParams, GetPromptResult, ListPromptsResult};
 use crate::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
-    ResourceUpdatedParams,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, ResourceUpdatedParams,
 };
 use crate::result::{EmptyResult, MetaParams, PaginatedParams};
 use crate::roots::ListRootsResult;

@@ -123,16 +123,10 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// A user message with one text block.
     pub fn user(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::User,
-            content: ContentBlock::text(text),
-        }
+        PromptMessage { role: Role::User, content: ContentBlock::text(text) }
     }
     /// An assistant message with one text block.
     pub fn assistant(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::Assistant,
-            content: ContentBlock::text(text),
-        }
+        PromptMessage { role: Role::Assistant, content: ContentBlock::text(text) }
     }
 }

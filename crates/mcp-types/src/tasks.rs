@@ -33,10 +33,7 @@ pub enum TaskStatus {
 impl TaskStatus {
     /// Whether the task has ended.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-        )
+        matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
     }
 }
 

@@ -133,19 +133,12 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        CallToolResult {
-            content: vec![ContentBlock::text(text)],
-            ..Default::default()
-        }
+        CallToolResult { content: vec![ContentBlock::text(text)], ..Default::default() }
     }
 
     /// A failed result (`isError: true`) with one text block that tells the model what to fix.
     pub fn error(text: impl Into<String>) -> Self {
-        CallToolResult {
-            content: vec![ContentBlock::text(text)],
-            is_error: Some(true),
-            ..Default::default()
-        }
+        CallToolResult { content: vec![ContentBlock::text(text)], is_error: Some(true), ..Default::default() }
     }
 
     /// Whether the result is a tool error.

@@ -25,20 +25,10 @@ impl ProtocolVersion {
     pub const V2026_07_28: &'static str = "2026-07-28";
 
     /// Every revision this crate models, newest first.
-    pub const ALL: [&'static str; 5] = [
-        Self::V2026_07_28,
-        Self::V2025_11_25,
-        Self::V2025_06_18,
-        Self::V2025_03_26,
-        Self::V2024_11_05,
-    ];
+    pub const ALL: [&'static str; 5] =
+        [Self::V2026_07_28, Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26, Self::V2024_11_05];
     /// The revisions negotiated through `initialize`, newest first.
-    pub const LEGACY: [&'static str; 4] = [
-        Self::V2025_11_25,
-        Self::V2025_06_18,
-        Self::V2025_03_26,
-        Self::V2024_11_05,
-    ];
+    pub const LEGACY: [&'static str; 4] = [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26, Self::V2024_11_05];
     /// The revisions carried per request in `_meta`, newest first.
     pub const MODERN: [&'static str; 1] = [Self::V2026_07_28];
     /// The newest revision.

@@ -12,14 +12,12 @@ use mcp_types::logging::LoggingMessageParams;
 use mcp_types::mrtr::{InputRequests, InputRequiredResult, InputResponses};
 use mcp_types::prompts::{GetPromptParams, GetPromptResult, ListPromptsResult};
 use mcp_types::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
-    Resource, ResourceUpdatedParams,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, Resource,
+    ResourceUpdatedParams,
 };
 use mcp_types::result::{EmptyResult, MetaParams, PaginatedParams};
 use mcp_types::roots::{ListRootsResult, Root};
-use mcp_types::sampling::{
-    CreateMessageParams, CreateMessageResult, ModelPreferences, SamplingMessage,
-};
+use mcp_types::sampling::{CreateMessageParams, CreateMessageResult, ModelPreferences, SamplingMessage};
 use mcp_types::subscriptions::{AcknowledgedParams, ListenParams};
 use mcp_types::tools::{CallToolParams, CallToolResult, ListToolsResult, Tool};
 use mcp_types::utilities::{CancelledParams, ProgressParams};
@@ -36,13 +34,9 @@ fn examples_dir() -> PathBuf {
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
         }
         _ => a == b,
     }
@@ -54,9 +48,7 @@ fn roundtrip<T: Serialize + DeserializeOwned>(json: &Value) -> Result<(), String
     if same_json(json, &back) {
         Ok(())
     } else {
-        Err(format!(
-            "re-encoded differently:\n  in:  {json}\n  out: {back}"
-        ))
+        Err(format!("re-encoded differently:\n  in:  {json}\n  out: {back}"))
     }
 }
 
@@ -114,16 +106,13 @@ fn check(type_name: &str, json: &Value) -> Result<(), String> {
         "InputRequests" => roundtrip::<InputRequests>(json),
         "InputRequiredResult" => roundtrip::<InputRequiredResult>(json),
         "InputResponses" => roundtrip::<InputResponses>(json),
-        "ListPromptsRequest"
-        | "ListResourceTemplatesRequest"
-        | "ListResourcesRequest"
-        | "ListToolsRequest" => roundtrip::<Req<PaginatedParams>>(json),
+        "ListPromptsRequest" | "ListResourceTemplatesRequest" | "ListResourcesRequest" | "ListToolsRequest" => {
+            roundtrip::<Req<PaginatedParams>>(json)
+        }
         "ListPromptsResult" => roundtrip::<ListPromptsResult>(json),
         "ListPromptsResultResponse" => roundtrip::<Resp<ListPromptsResult>>(json),
         "ListResourceTemplatesResult" => roundtrip::<ListResourceTemplatesResult>(json),
-        "ListResourceTemplatesResultResponse" => {
-            roundtrip::<Resp<ListResourceTemplatesResult>>(json)
-        }
+        "ListResourceTemplatesResultResponse" => roundtrip::<Resp<ListResourceTemplatesResult>>(json),
         "ListResourcesResult" => roundtrip::<ListResourcesResult>(json),
         "ListResourcesResultResponse" => roundtrip::<Resp<ListResourcesResult>>(json),
         "ListRootsRequest" => roundtrip::<Req<MetaParams>>(json),
@@ -136,9 +125,9 @@ fn check(type_name: &str, json: &Value) -> Result<(), String> {
         "PaginatedRequestParams" => roundtrip::<PaginatedParams>(json),
         "ProgressNotification" => roundtrip::<Note<ProgressParams>>(json),
         "ProgressNotificationParams" => roundtrip::<ProgressParams>(json),
-        "PromptListChangedNotification"
-        | "ResourceListChangedNotification"
-        | "ToolListChangedNotification" => roundtrip::<Note<MetaParams>>(json),
+        "PromptListChangedNotification" | "ResourceListChangedNotification" | "ToolListChangedNotification" => {
+            roundtrip::<Note<MetaParams>>(json)
+        }
         "ReadResourceRequest" => roundtrip::<Req<ReadResourceParams>>(json),
         "ReadResourceResult" => roundtrip::<ReadResourceResult>(json),
         "ReadResourceResultResponse" => roundtrip::<Resp<ReadResourceResult>>(json),
@@ -167,10 +156,7 @@ fn check(type_name: &str, json: &Value) -> Result<(), String> {
 fn every_spec_example_round_trips() {
     let mut files = 0;
     let mut failures = Vec::new();
-    let mut dirs: Vec<_> = std::fs::read_dir(examples_dir())
-        .expect("examples dir")
-        .flatten()
-        .collect();
+    let mut dirs: Vec<_> = std::fs::read_dir(examples_dir()).expect("examples dir").flatten().collect();
     dirs.sort_by_key(|d| d.file_name());
     for dir in dirs {
         let type_name = dir.file_name().to_string_lossy().into_owned();
@@ -179,38 +165,24 @@ fn every_spec_example_round_trips() {
             let text = std::fs::read_to_string(file.path()).unwrap();
             let json: Value = serde_json::from_str(&text).unwrap();
             if let Err(e) = check(&type_name, &json) {
-                failures.push(format!(
-                    "{type_name}/{}: {e}",
-                    file.file_name().to_string_lossy()
-                ));
+                failures.push(format!("{type_name}/{}: {e}", file.file_name().to_string_lossy()));
             }
         }
     }
     assert_eq!(files, 129, "the spec ships 129 example files");
-    assert!(
-        failures.is_empty(),
-        "{} of {files} examples failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {files} examples failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
 fn the_copy_matches_the_shared_spec_when_present() {
-    let shared =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/examples");
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/examples");
     if !shared.is_dir() {
         return; // a clone without shared/ beside it: the in-repo copy is the reference
     }
     for dir in std::fs::read_dir(&shared).unwrap().flatten() {
         for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
             let ours = examples_dir().join(dir.file_name()).join(file.file_name());
-            assert_eq!(
-                std::fs::read(file.path()).unwrap(),
-                std::fs::read(&ours).unwrap(),
-                "{}",
-                ours.display()
-            );
+            assert_eq!(std::fs::read(file.path()).unwrap(), std::fs::read(&ours).unwrap(), "{}", ours.display());
         }
     }
 }

@@ -34,16 +34,12 @@ pub(crate) enum ToolErrorKind {
 impl ToolError {
     /// A failure explained to the model.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError {
-            kind: ToolErrorKind::Message(message.into()),
-        }
+        ToolError { kind: ToolErrorKind::Message(message.into()) }
     }
 
     /// Answer the request with this JSON-RPC error instead of a result.
     pub fn protocol(error: ErrorObject) -> Self {
-        ToolError {
-            kind: ToolErrorKind::Protocol(error),
-        }
+        ToolError { kind: ToolErrorKind::Protocol(error) }
     }
 
     /// Invalid params (-32602).
@@ -53,15 +49,11 @@ impl ToolError {
 
     /// The resource or prompt asked for does not exist: -32602 (2026-07-28), -32002 (legacy).
     pub fn not_found(message: impl Into<String>) -> Self {
-        ToolError {
-            kind: ToolErrorKind::NotFound(message.into()),
-        }
+        ToolError { kind: ToolErrorKind::NotFound(message.into()) }
     }
 
     pub(crate) fn input_required(key: String, request: InputRequest) -> Self {
-        ToolError {
-            kind: ToolErrorKind::InputRequired { key, request },
-        }
+        ToolError { kind: ToolErrorKind::InputRequired { key, request } }
     }
 
     /// Whether this error only means "ask the client, then run again" (2026-07-28).
@@ -76,9 +68,7 @@ impl ToolError {
             ToolErrorKind::Protocol(e) => e,
             ToolErrorKind::NotFound(m) if modern => ErrorObject::invalid_params(m),
             ToolErrorKind::NotFound(m) => ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND_LEGACY, m),
-            ToolErrorKind::InputRequired { .. } => {
-                ErrorObject::internal("input required on a legacy request")
-            }
+            ToolErrorKind::InputRequired { .. } => ErrorObject::internal("input required on a legacy request"),
         }
     }
 }
@@ -140,19 +130,13 @@ enum ErrorKind {
 #[allow(dead_code)] // used by the client side
 impl Error {
     pub(crate) fn closed() -> Self {
-        Error {
-            kind: ErrorKind::Closed,
-        }
+        Error { kind: ErrorKind::Closed }
     }
     pub(crate) fn protocol(message: impl Into<String>) -> Self {
-        Error {
-            kind: ErrorKind::Protocol(message.into()),
-        }
+        Error { kind: ErrorKind::Protocol(message.into()) }
     }
     pub(crate) fn timeout() -> Self {
-        Error {
-            kind: ErrorKind::Timeout,
-        }
+        Error { kind: ErrorKind::Timeout }
     }
     /// The connection is closed.
     pub fn is_closed(&self) -> bool {
@@ -207,16 +191,12 @@ impl std::error::Error for Error {
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error {
-            kind: ErrorKind::Io(e),
-        }
+        Error { kind: ErrorKind::Io(e) }
     }
 }
 
 impl From<ErrorObject> for Error {
     fn from(e: ErrorObject) -> Self {
-        Error {
-            kind: ErrorKind::Rpc(e),
-        }
+        Error { kind: ErrorKind::Rpc(e) }
     }
 }

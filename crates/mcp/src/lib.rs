@@ -25,33 +25,21 @@ pub async fn serve(router: Router) -> std::io::Result<()> {
 }
 
 /// [`serve`] with explicit arguments (what a binary left after taking its own options).
-pub async fn serve_with_args(
-    router: Router,
-    args: impl IntoIterator<Item = String>,
-) -> std::io::Result<()> {
+pub async fn serve_with_args(router: Router, args: impl IntoIterator<Item = String>) -> std::io::Result<()> {
     let mut args = args.into_iter();
     let mut http = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
-                http = Some(
-                    args.next()
-                        .ok_or_else(|| bad_args("--http needs an address, e.g. 127.0.0.1:8080"))?,
-                )
+                http = Some(args.next().ok_or_else(|| bad_args("--http needs an address, e.g. 127.0.0.1:8080"))?)
             }
             "--stdio" => http = None,
-            other => {
-                return Err(bad_args(&format!(
-                    "unknown argument {other:?} (expected --http ADDR or --stdio)"
-                )))
-            }
+            other => return Err(bad_args(&format!("unknown argument {other:?} (expected --http ADDR or --stdio)"))),
         }
     }
     match http {
         None => transport::stdio::serve(router).await,
-        Some(addr) => Err(bad_args(&format!(
-            "--http {addr}: the HTTP transport is not built yet"
-        ))),
+        Some(addr) => transport::http::serve(router, &addr).await,
     }
 }
 

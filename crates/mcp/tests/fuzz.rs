@@ -47,9 +47,7 @@ fn json_leaf() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         "[a-z/_.{}0-9 é\\x00-\\x1f]{0,12}".prop_map(Value::String),
         prop::sample::select(METHODS).prop_map(|m| Value::String(m.into())),
         Just(json!("2026-07-28")),
@@ -115,14 +113,8 @@ fn modern_meta() -> Value {
 
 /// A line: a plausible message with random parts, or garbage.
 fn line() -> impl Strategy<Value = String> {
-    let message = (
-        id(),
-        prop::sample::select(METHODS),
-        json_value(),
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(|(id, method, params, with_meta, with_version)| {
+    let message = (id(), prop::sample::select(METHODS), json_value(), any::<bool>(), any::<bool>()).prop_map(
+        |(id, method, params, with_meta, with_version)| {
             let mut m = serde_json::Map::new();
             if with_version {
                 m.insert("jsonrpc".into(), json!("2.0"));
@@ -139,7 +131,8 @@ fn line() -> impl Strategy<Value = String> {
             }
             m.insert("params".into(), params);
             Value::Object(m).to_string()
-        });
+        },
+    );
     prop_oneof![
         6 => message,
         1 => json_value().prop_map(|v| v.to_string()),
@@ -155,19 +148,11 @@ struct Sleep {
 
 fn router() -> Router {
     Router::new()
-        .tool(
-            "echo",
-            "Echo.",
-            |a: Value, _cx: RequestContext| async move { Ok::<_, ToolError>(a.to_string()) },
-        )
-        .tool(
-            "sleep",
-            "Sleeps.",
-            |a: Sleep, _cx: RequestContext| async move {
-                tokio::time::sleep(Duration::from_millis(a.ms.min(20))).await;
-                Ok::<_, ToolError>("ok".to_owned())
-            },
-        )
+        .tool("echo", "Echo.", |a: Value, _cx: RequestContext| async move { Ok::<_, ToolError>(a.to_string()) })
+        .tool("sleep", "Sleeps.", |a: Sleep, _cx: RequestContext| async move {
+            tokio::time::sleep(Duration::from_millis(a.ms.min(20))).await;
+            Ok::<_, ToolError>("ok".to_owned())
+        })
         .tool("ask", "Asks.", |_: NoArgs, cx: RequestContext| async move {
             let answer = cx.elicit::<Sleep>("How long?").await?;
             Ok::<_, ToolError>(format!("{answer:?}"))
@@ -175,28 +160,18 @@ fn router() -> Router {
 }
 
 fn budget() -> Option<Duration> {
-    std::env::var("MCP_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs)
+    std::env::var("MCP_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).map(Duration::from_secs)
 }
 
 /// Runs `property` on fresh cases: a fixed number, or until the time budget is spent.
-fn run<S: Strategy>(
-    strategy: S,
-    cases: u32,
-    property: impl Fn(S::Value) -> Result<(), TestCaseError>,
-) where
+fn run<S: Strategy>(strategy: S, cases: u32, property: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
     S::Value: std::fmt::Debug,
 {
     let deadline = budget().map(|b| Instant::now() + b);
     let mut rounds = 0u64;
     loop {
-        let mut runner = TestRunner::new(Config {
-            cases,
-            failure_persistence: None,
-            ..Config::default()
-        });
+        let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
         if let Err(e) = runner.run(&strategy, &property) {
             panic!("{e}");
         }
@@ -214,8 +189,7 @@ fn the_envelope_decoder_never_panics() {
     run(
         prop_oneof![
             line(),
-            prop::collection::vec(any::<u8>(), 0..64)
-                .prop_map(|b| String::from_utf8_lossy(&b).into_owned())
+            prop::collection::vec(any::<u8>(), 0..64).prop_map(|b| String::from_utf8_lossy(&b).into_owned())
         ],
         2000,
         |input| {
@@ -229,10 +203,7 @@ fn the_envelope_decoder_never_panics() {
 
 #[test]
 fn no_sequence_of_lines_panics_or_hangs_the_server() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     run(prop::collection::vec(line(), 1..12), 64, |lines| {
         runtime.block_on(async {
             let mut peer = connect(router());

@@ -16,10 +16,7 @@ async fn noisy(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
 }
 
 fn serve() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let router = Router::new().tool("noisy", "Prints to stdout.", noisy);
     runtime.block_on(mcp::serve(router)).unwrap();
 }
@@ -45,23 +42,15 @@ fn main() {
         lines.push(line.unwrap());
     }
     let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(lines.len(), 2, "stdout: {lines:?}");
     for line in &lines {
-        let value: serde_json::Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+        let value: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
         assert_eq!(value["jsonrpc"], "2.0");
     }
     assert!(lines[1].contains("\"done\""), "{}", lines[1]);
-    assert!(
-        stderr.contains("STRAY PRINT FROM A HANDLER"),
-        "stderr: {stderr:?}"
-    );
+    assert!(stderr.contains("STRAY PRINT FROM A HANDLER"), "stderr: {stderr:?}");
     eprintln!("stray_print: 1 passed, 0 failed");
 }

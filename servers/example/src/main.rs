@@ -46,40 +46,27 @@ async fn echo(args: Echo, _cx: RequestContext) -> Result<String, ToolError> {
 async fn sum(args: Sum, _cx: RequestContext) -> Result<String, ToolError> {
     let total = args.a + args.b;
     if !total.is_finite() {
-        return Err(ToolError::new(format!(
-            "{} + {} overflows: pass smaller numbers",
-            args.a, args.b
-        )));
+        return Err(ToolError::new(format!("{} + {} overflows: pass smaller numbers", args.a, args.b)));
     }
     Ok(format!("{} + {} = {}", args.a, args.b, total))
 }
 
 async fn about(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
-    Ok(
-        "mcp-example: a demonstration server of the mcp-rs project.\n\
+    Ok("mcp-example: a demonstration server of the mcp-rs project.\n\
         Tools: echo (returns its text), sum (adds two numbers)."
-            .to_owned(),
-    )
+        .to_owned())
 }
 
-async fn greeting(
-    req: ResourceRequest<GreetingParams>,
-    _cx: RequestContext,
-) -> Result<String, ToolError> {
+async fn greeting(req: ResourceRequest<GreetingParams>, _cx: RequestContext) -> Result<String, ToolError> {
     Ok(format!("Hello, {}!", req.params.name))
 }
 
 async fn greet(args: Greet, _cx: RequestContext) -> Result<Vec<PromptMessage>, ToolError> {
-    Ok(vec![PromptMessage::user(format!(
-        "Write a short, warm greeting for {}.",
-        args.name
-    ))])
+    Ok(vec![PromptMessage::user(format!("Write a short, warm greeting for {}.", args.name))])
 }
 
 async fn now(_args: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     Ok(format!("{secs} seconds since the Unix epoch"))
 }
 
@@ -87,28 +74,12 @@ fn router() -> Router {
     Router::new()
         .info("mcp-example", env!("CARGO_PKG_VERSION"))
         .instructions("A demonstration server: echo text back, add two numbers.")
-        .tool(
-            "echo",
-            "Returns the text it is given, unchanged. Call this to test the connection.",
-            echo,
-        )
-        .tool(
-            "sum",
-            "Adds two numbers and returns \"a + b = c\". Call this for any addition.",
-            sum,
-        )
-        .tool(
-            "now",
-            "Returns the server's current time as seconds since the Unix epoch.",
-            now,
-        )
+        .tool("echo", "Returns the text it is given, unchanged. Call this to test the connection.", echo)
+        .tool("sum", "Adds two numbers and returns \"a + b = c\". Call this for any addition.", sum)
+        .tool("now", "Returns the server's current time as seconds since the Unix epoch.", now)
         .resource("example://about", "about", about)
         .resource_template("example://greeting/{name}", "greeting", greeting)
-        .prompt(
-            "greet",
-            "Asks the model for a short greeting of someone.",
-            greet,
-        )
+        .prompt("greet", "Asks the model for a short greeting of someone.", greet)
         .complete_prompt_argument("greet", "name", |typed: &str, _: &_| {
             ["Ada", "Alan", "Grace", "Linus"]
                 .iter()

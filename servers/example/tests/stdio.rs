@@ -32,11 +32,7 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        Server {
-            child,
-            stdin,
-            lines,
-        }
+        Server { child, stdin, lines }
     }
 
     fn send_line(&mut self, line: &str) {
@@ -51,12 +47,8 @@ impl Server {
     }
 
     fn recv(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a line within 10 s");
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
+        let line = self.lines.recv_timeout(Duration::from_secs(10)).expect("a line within 10 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
     }
 
     fn silent_for(&mut self, ms: u64) {
@@ -73,7 +65,8 @@ impl Server {
     }
 
     fn initialize(&mut self, version: &str) -> Value {
-        let params = json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}});
+        let params =
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}});
         let r = self.request(1, "initialize", params);
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         r
@@ -111,30 +104,12 @@ fn serves_each_legacy_version_initialize_list_call() {
         assert_eq!(init["result"]["protocolVersion"], version);
         assert_eq!(init["result"]["serverInfo"]["name"], "mcp-example");
         let list = server.request(2, "tools/list", json!({}));
-        let names: Vec<&str> = list["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        assert!(
-            names.contains(&"echo") && names.contains(&"sum"),
-            "{names:?}"
-        );
-        let call = server.request(
-            3,
-            "tools/call",
-            json!({"name": "sum", "arguments": {"a": 2, "b": 3}}),
-        );
-        assert_eq!(
-            call["result"]["content"][0]["text"], "2 + 3 = 5",
-            "{version}"
-        );
-        let call = server.request(
-            4,
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "héllo"}}),
-        );
+        let names: Vec<&str> =
+            list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(names.contains(&"echo") && names.contains(&"sum"), "{names:?}");
+        let call = server.request(3, "tools/call", json!({"name": "sum", "arguments": {"a": 2, "b": 3}}));
+        assert_eq!(call["result"]["content"][0]["text"], "2 + 3 = 5", "{version}");
+        let call = server.request(4, "tools/call", json!({"name": "echo", "arguments": {"text": "héllo"}}));
         assert_eq!(call["result"]["content"][0]["text"], "héllo");
         server.finish();
     }
@@ -145,21 +120,11 @@ fn serves_a_2026_client_without_initialize() {
     let mut server = Server::spawn();
     let discover = server.request(1, "server/discover", modern(json!({})));
     assert_eq!(discover["result"]["resultType"], "complete");
-    assert!(discover["result"]["supportedVersions"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("2026-07-28")));
-    let call = server.request(
-        2,
-        "tools/call",
-        modern(json!({"name": "sum", "arguments": {"a": 1.5, "b": 2}})),
-    );
+    assert!(discover["result"]["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")));
+    let call = server.request(2, "tools/call", modern(json!({"name": "sum", "arguments": {"a": 1.5, "b": 2}})));
     assert_eq!(call["result"]["content"][0]["text"], "1.5 + 2 = 3.5");
     assert_eq!(call["result"]["resultType"], "complete");
-    assert_eq!(
-        call["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-        "mcp-example"
-    );
+    assert_eq!(call["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcp-example");
     server.finish();
 }
 
@@ -169,10 +134,7 @@ fn the_walkthrough_rules_hold_on_a_real_pipe() {
     // Invalid JSON: -32700 with id null, and the connection goes on.
     server.send_line("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
     let e = server.recv();
-    assert_eq!(
-        (e["id"].clone(), e["error"]["code"].clone()),
-        (Value::Null, json!(-32700))
-    );
+    assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (Value::Null, json!(-32700)));
     // null and other non-objects never crash it.
     for line in ["null", "[]", "17", "\"x\""] {
         server.send_line(line);
@@ -180,30 +142,18 @@ fn the_walkthrough_rules_hold_on_a_real_pipe() {
     }
     server.initialize("2025-11-25");
     // A notification gets no response.
-    server.send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}));
+    server.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}),
+    );
     server.silent_for(200);
     // Unknown method: -32601.
-    assert_eq!(
-        server.request(5, "does/not/exist", json!({}))["error"]["code"],
-        -32601
-    );
+    assert_eq!(server.request(5, "does/not/exist", json!({}))["error"]["code"], -32601);
     // Unknown tool: JSON-RPC -32602.
-    assert_eq!(
-        server.request(6, "tools/call", json!({"name": "nope", "arguments": {}}))["error"]["code"],
-        -32602
-    );
+    assert_eq!(server.request(6, "tools/call", json!({"name": "nope", "arguments": {}}))["error"]["code"], -32602);
     // A failing tool: a normal result with isError: true.
-    let r = server.request(
-        7,
-        "tools/call",
-        json!({"name": "sum", "arguments": {"a": 1e308, "b": 1e308}}),
-    );
+    let r = server.request(7, "tools/call", json!({"name": "sum", "arguments": {"a": 1e308, "b": 1e308}}));
     assert_eq!(r["result"]["isError"], true);
-    let r = server.request(
-        8,
-        "tools/call",
-        json!({"name": "sum", "arguments": {"a": "one"}}),
-    );
+    let r = server.request(8, "tools/call", json!({"name": "sum", "arguments": {"a": "one"}}));
     assert_eq!(r["result"]["isError"], true);
     server.finish();
 }
@@ -213,11 +163,7 @@ fn many_calls_in_a_row_keep_the_stream_clean() {
     let mut server = Server::spawn();
     server.initialize("2025-11-25");
     for id in 10..60 {
-        let r = server.request(
-            id,
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": format!("m{id}")}}),
-        );
+        let r = server.request(id, "tools/call", json!({"name": "echo", "arguments": {"text": format!("m{id}")}}));
         assert_eq!(r["result"]["content"][0]["text"], format!("m{id}"));
     }
     server.finish();

@@ -50,9 +50,7 @@ struct Record {
 pub fn build(csv_reader: impl Read) -> Result<Vec<u8>, String> {
     let mut records = read_records(csv_reader)?;
     // Rows of one (country, code) must be contiguous; codes sort as text; coded rows first.
-    records.sort_by(|a, b| {
-        (&a.country, a.code.is_empty(), &a.code).cmp(&(&b.country, b.code.is_empty(), &b.code))
-    });
+    records.sort_by(|a, b| (&a.country, a.code.is_empty(), &a.code).cmp(&(&b.country, b.code.is_empty(), &b.code)));
     let mut pool = StringPool::default();
     let mut rows = Vec::with_capacity(records.len() * ROW);
     for r in &records {
@@ -60,15 +58,9 @@ pub fn build(csv_reader: impl Read) -> Result<Vec<u8>, String> {
     }
     let keys = key_index(&records);
     let bics = bic_index(&records);
-    let mut blob =
-        Vec::with_capacity(HEADER + rows.len() + keys.len() + bics.len() + pool.bytes.len());
+    let mut blob = Vec::with_capacity(HEADER + rows.len() + keys.len() + bics.len() + pool.bytes.len());
     blob.extend_from_slice(MAGIC);
-    for n in [
-        records.len(),
-        keys.len() / KEY,
-        bics.len() / BIC,
-        pool.bytes.len(),
-    ] {
+    for n in [records.len(), keys.len() / KEY, bics.len() / BIC, pool.bytes.len()] {
         blob.extend_from_slice(&(n as u32).to_le_bytes());
     }
     blob.extend_from_slice(&rows);
@@ -81,12 +73,8 @@ pub fn build(csv_reader: impl Read) -> Result<Vec<u8>, String> {
 fn read_records(csv_reader: impl Read) -> Result<Vec<Record>, String> {
     let mut reader = csv::Reader::from_reader(csv_reader);
     let headers = reader.headers().map_err(|e| e.to_string())?.clone();
-    let column = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or(format!("bank_registry.csv has no {name} column"))
-    };
+    let column =
+        |name: &str| headers.iter().position(|h| h == name).ok_or(format!("bank_registry.csv has no {name} column"));
     let cols = [
         column("country")?,
         column("bank_code")?,
@@ -152,26 +140,16 @@ fn write_row(out: &mut Vec<u8>, r: &Record, pool: &mut StringPool) -> Result<(),
     out.extend_from_slice(&pool.add(&r.code).to_le_bytes());
     out.push(r.code.len() as u8);
     out.extend_from_slice(&pool.add(&r.name).to_le_bytes());
-    out.extend_from_slice(
-        &u16::try_from(r.name.len())
-            .map_err(|_| too_long("name"))?
-            .to_le_bytes(),
-    );
+    out.extend_from_slice(&u16::try_from(r.name.len()).map_err(|_| too_long("name"))?.to_le_bytes());
     out.extend_from_slice(&pool.add(&r.short_name).to_le_bytes());
-    out.extend_from_slice(
-        &u16::try_from(r.short_name.len())
-            .map_err(|_| too_long("short name"))?
-            .to_le_bytes(),
-    );
+    out.extend_from_slice(&u16::try_from(r.short_name.len()).map_err(|_| too_long("short name"))?.to_le_bytes());
     out.extend_from_slice(&pool.add(&r.source).to_le_bytes());
     out.push(u8::try_from(r.source.len()).map_err(|_| too_long("source"))?);
     let mut bic = [0u8; 11];
     bic[..r.bic.len()].copy_from_slice(r.bic.as_bytes());
     out.extend_from_slice(&bic);
     out.push(r.bic.len() as u8);
-    out.push(
-        if r.primary { FLAG_PRIMARY } else { 0 } | if r.preferred { FLAG_PREFERRED } else { 0 },
-    );
+    out.push(if r.primary { FLAG_PRIMARY } else { 0 } | if r.preferred { FLAG_PREFERRED } else { 0 });
     let mut method = [0u8; 2];
     method[..r.method.len()].copy_from_slice(r.method.as_bytes());
     out.extend_from_slice(&method);
@@ -226,11 +204,8 @@ pub fn bic11(bic: &[u8]) -> Option<[u8; 11]> {
 }
 
 fn bic_index(records: &[Record]) -> Vec<u8> {
-    let mut entries: Vec<([u8; 11], u32)> = records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| bic11(r.bic.as_bytes()).map(|b| (b, i as u32)))
-        .collect();
+    let mut entries: Vec<([u8; 11], u32)> =
+        records.iter().enumerate().filter_map(|(i, r)| bic11(r.bic.as_bytes()).map(|b| (b, i as u32))).collect();
     entries.sort();
     let mut out = Vec::with_capacity(entries.len() * BIC);
     for (bic, row) in entries {

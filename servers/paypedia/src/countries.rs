@@ -2,10 +2,7 @@
 
 /// The name of `code`, if it has an IBAN format.
 pub fn name(code: &str) -> Option<&'static str> {
-    NAMES
-        .binary_search_by(|(c, _)| c.cmp(&code))
-        .ok()
-        .map(|i| NAMES[i].1)
+    NAMES.binary_search_by(|(c, _)| c.cmp(&code)).ok().map(|i| NAMES[i].1)
 }
 
 const NAMES: &[(&str, &str)] = &[
@@ -145,11 +142,7 @@ mod tests {
         assert!(super::NAMES.windows(2).all(|w| w[0].0 < w[1].0));
         let formats = crate::formats::Formats::parse(crate::formats::EMBEDDED_CSV).unwrap();
         for f in formats.all() {
-            assert!(
-                super::name(&f.country).is_some(),
-                "no name for {}",
-                f.country
-            );
+            assert!(super::name(&f.country).is_some(), "no name for {}", f.country);
         }
     }
 }

@@ -37,11 +37,7 @@ pub fn find(data: &Data, text: &str, limit: usize) -> (Vec<Candidate>, usize) {
         }
         let (end, compact) = grow(data, bytes, i);
         if found.len() < limit {
-            found.push(Candidate {
-                start: i,
-                raw: text[i..end].to_owned(),
-                compact,
-            });
+            found.push(Candidate { start: i, raw: text[i..end].to_owned(), compact });
         } else {
             extra += 1;
         }
@@ -73,9 +69,7 @@ fn starts_candidate(b: &[u8], i: usize) -> bool {
 /// and at or past the length only a group with a digit joins (so "AT93 ... 3201 99" is read as
 /// one IBAN that is too long, but "FR76 ... 189 and" stops at "and").
 fn grow(data: &Data, b: &[u8], start: usize) -> (usize, String) {
-    let country = std::str::from_utf8(&b[start..start + 2])
-        .unwrap_or("")
-        .to_ascii_uppercase();
+    let country = std::str::from_utf8(&b[start..start + 2]).unwrap_or("").to_ascii_uppercase();
     let format = data.formats().get(&country);
     let target = format.map_or(34, |f| f.iban_length);
     let mut compact = String::with_capacity(target);
@@ -87,15 +81,9 @@ fn grow(data: &Data, b: &[u8], start: usize) -> (usize, String) {
         if next == end || !b[next].is_ascii_alphanumeric() || starts_known_iban(data, b, next) {
             break;
         }
-        let group_end = (next..b.len())
-            .find(|&j| !b[j].is_ascii_alphanumeric())
-            .unwrap_or(b.len());
+        let group_end = (next..b.len()).find(|&j| !b[j].is_ascii_alphanumeric()).unwrap_or(b.len());
         let has_digit = b[next..group_end].iter().any(u8::is_ascii_digit);
-        let joins = if compact.len() >= target {
-            has_digit
-        } else {
-            has_digit || fits(format, compact.len(), b[next])
-        };
+        let joins = if compact.len() >= target { has_digit } else { has_digit || fits(format, compact.len(), b[next]) };
         if !joins {
             break;
         }
@@ -114,14 +102,7 @@ fn starts_known_iban(data: &Data, b: &[u8], i: usize) -> bool {
         && starts_candidate(b, i)
         && b[i + 2].is_ascii_digit()
         && b[i + 3].is_ascii_digit()
-        && data
-            .formats()
-            .get(
-                &std::str::from_utf8(&b[i..i + 2])
-                    .unwrap_or("")
-                    .to_ascii_uppercase(),
-            )
-            .is_some()
+        && data.formats().get(&std::str::from_utf8(&b[i..i + 2]).unwrap_or("").to_ascii_uppercase()).is_some()
 }
 
 /// Appends the run of letters and digits at `at` (up to the cap); returns where the run ends.
@@ -165,19 +146,13 @@ fn whole_input(text: &str) -> Option<Candidate> {
     let alnum = trimmed.bytes().filter(u8::is_ascii_alphanumeric).count();
     let digits = trimmed.bytes().filter(u8::is_ascii_digit).count();
     let ok = (5..=MAX_CANDIDATE * 2).contains(&trimmed.len())
-        && trimmed
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || is_separator(b))
+        && trimmed.bytes().all(|b| b.is_ascii_alphanumeric() || is_separator(b))
         && alnum >= 5
         && digits * 2 >= alnum;
     ok.then(|| Candidate {
         start,
         raw: trimmed.to_owned(),
-        compact: trimmed
-            .bytes()
-            .filter(u8::is_ascii_alphanumeric)
-            .map(|b| b.to_ascii_uppercase() as char)
-            .collect(),
+        compact: trimmed.bytes().filter(u8::is_ascii_alphanumeric).map(|b| b.to_ascii_uppercase() as char).collect(),
     })
 }
 
@@ -186,41 +161,19 @@ mod tests {
     use super::*;
 
     fn compacts(text: &str) -> Vec<String> {
-        find(Data::embedded(), text, 100)
-            .0
-            .into_iter()
-            .map(|c| c.compact)
-            .collect()
+        find(Data::embedded(), text, 100).0.into_iter().map(|c| c.compact).collect()
     }
 
     #[test]
     fn finds_ibans_in_prose() {
+        assert_eq!(compacts("Pay to IBAN: fr76 3000-6000-0112 3456 7890 189 please."), ["FR7630006000011234567890189"]);
         assert_eq!(
-            compacts("Pay to IBAN: fr76 3000-6000-0112 3456 7890 189 please."),
-            ["FR7630006000011234567890189"]
+            compacts("DE89 3704 0044 0532 0130 00 DE44 5001 0517 5407 3249 31\nGB29NWBK60161331926819"),
+            ["DE89370400440532013000", "DE44500105175407324931", "GB29NWBK60161331926819"]
         );
-        assert_eq!(
-            compacts(
-                "DE89 3704 0044 0532 0130 00 DE44 5001 0517 5407 3249 31\nGB29NWBK60161331926819"
-            ),
-            [
-                "DE89370400440532013000",
-                "DE44500105175407324931",
-                "GB29NWBK60161331926819"
-            ]
-        );
-        assert_eq!(
-            compacts("MD5 hashes and ABCD words and IBAN alone"),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            compacts("DE89 3704 0044 0532 0130 please"),
-            ["DE893704004405320130"]
-        );
-        assert_eq!(
-            compacts("A7212110090000000235698741"),
-            ["A7212110090000000235698741"]
-        );
+        assert_eq!(compacts("MD5 hashes and ABCD words and IBAN alone"), Vec::<String>::new());
+        assert_eq!(compacts("DE89 3704 0044 0532 0130 please"), ["DE893704004405320130"]);
+        assert_eq!(compacts("A7212110090000000235698741"), ["A7212110090000000235698741"]);
     }
 
     #[test]

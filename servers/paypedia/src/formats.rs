@@ -193,10 +193,7 @@ impl Format {
             }
         }
         if at != bban.len() {
-            return Err(format!(
-                "unexpected characters from position {} of the BBAN",
-                at + 1
-            ));
+            return Err(format!("unexpected characters from position {} of the BBAN", at + 1));
         }
         Ok(())
     }
@@ -218,9 +215,7 @@ fn parse_spec(spec: &str) -> Result<Vec<Part>, String> {
     let mut rest = spec;
     while !rest.is_empty() {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let count: usize = rest[..digits]
-            .parse()
-            .map_err(|_| format!("bad BBAN spec {spec:?}"))?;
+        let count: usize = rest[..digits].parse().map_err(|_| format!("bad BBAN spec {spec:?}"))?;
         rest = &rest[digits..];
         let exact = rest.starts_with('!');
         if exact {
@@ -234,11 +229,7 @@ fn parse_spec(spec: &str) -> Result<Vec<Part>, String> {
             _ => return Err(format!("bad BBAN spec {spec:?}")),
         };
         rest = &rest[1..];
-        parts.push(Part {
-            count,
-            class,
-            exact,
-        });
+        parts.push(Part { count, class, exact });
     }
     Ok(parts)
 }
@@ -257,23 +248,13 @@ impl Formats {
         let mut by_country = HashMap::new();
         for row in reader.records() {
             let row = row.map_err(|e| format!("iban_formats.csv: {e}"))?;
-            let get = |name: &str| {
-                headers
-                    .iter()
-                    .position(|h| h == name)
-                    .and_then(|i| row.get(i))
-                    .unwrap_or("")
-            };
+            let get = |name: &str| headers.iter().position(|h| h == name).and_then(|i| row.get(i)).unwrap_or("");
             let format = Format {
                 country: get("country").to_owned(),
                 status: get("status").to_owned(),
                 alias_of: Some(get("alias_of").to_owned()).filter(|s| !s.is_empty()),
-                iban_length: get("iban_length")
-                    .parse()
-                    .map_err(|_| "bad iban_length".to_owned())?,
-                bban_length: get("bban_length")
-                    .parse()
-                    .map_err(|_| "bad bban_length".to_owned())?,
+                iban_length: get("iban_length").parse().map_err(|_| "bad iban_length".to_owned())?,
+                bban_length: get("bban_length").parse().map_err(|_| "bad bban_length".to_owned())?,
                 iban_spec: get("iban_spec").to_owned(),
                 bban: parse_spec(get("bban_spec"))?,
                 bank: range(get("bank_code")),
@@ -282,10 +263,7 @@ impl Formats {
                 national_check: range(get("national_check")),
                 other: get("other_positions")
                     .split(';')
-                    .filter_map(|kv| {
-                        kv.split_once('=')
-                            .and_then(|(k, v)| Some((k.to_owned(), range(v)?)))
-                    })
+                    .filter_map(|kv| kv.split_once('=').and_then(|(k, v)| Some((k.to_owned(), range(v)?))))
                     .collect(),
                 lookup: get("bank_lookup")
                     .split('+')
@@ -331,9 +309,6 @@ mod tests {
         let si = formats.get("SI").unwrap();
         assert_eq!(si.lookup, [Component::Bank, Component::Branch]);
         assert!(de.check_bban(b"370400440532013000").is_ok());
-        assert!(de
-            .check_bban(b"AA0400440532013000")
-            .unwrap_err()
-            .contains("digits"));
+        assert!(de.check_bban(b"AA0400440532013000").unwrap_err().contains("digits"));
     }
 }

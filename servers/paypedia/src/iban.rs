@@ -56,98 +56,57 @@ impl Check<'_> {
 }
 
 fn fail<'d>(kind: ErrorKind, message: String, format: Option<&'d Format>) -> Check<'d> {
-    Check {
-        error: Some((kind, message)),
-        format,
-        national: National::NotApplicable,
-        bank: None,
-    }
+    Check { error: Some((kind, message)), format, national: National::NotApplicable, bank: None }
 }
 
 /// Checks a compact, upper-case IBAN.
 pub fn check<'d>(data: &'d Data, iban: &[u8]) -> Check<'d> {
     if iban.len() < 4 || !iban[..2].iter().all(u8::is_ascii_uppercase) {
-        return fail(
-            ErrorKind::InvalidStructure,
-            "an IBAN starts with a two-letter country code".into(),
-            None,
-        );
+        return fail(ErrorKind::InvalidStructure, "an IBAN starts with a two-letter country code".into(), None);
     }
     if !iban[2..4].iter().all(u8::is_ascii_digit) {
-        let why = format!(
-            "the check digits {:?} must be two digits",
-            lossy(&iban[2..4])
-        );
+        let why = format!("the check digits {:?} must be two digits", lossy(&iban[2..4]));
         return fail(ErrorKind::InvalidStructure, why, None);
     }
     if !iban[4..].iter().all(u8::is_ascii_alphanumeric) {
-        return fail(
-            ErrorKind::InvalidStructure,
-            "an IBAN holds only letters and digits".into(),
-            None,
-        );
+        return fail(ErrorKind::InvalidStructure, "an IBAN holds only letters and digits".into(), None);
     }
     let country = lossy(&iban[..2]);
     let Some(format) = data.formats().get(country) else {
-        return fail(
-            ErrorKind::InvalidCountryCode,
-            format!("{country} is not a country that uses IBANs"),
-            None,
-        );
+        return fail(ErrorKind::InvalidCountryCode, format!("{country} is not a country that uses IBANs"), None);
     };
     if iban.len() != format.iban_length {
-        let why = format!(
-            "an IBAN of {country} has {} characters, this one has {}",
-            format.iban_length,
-            iban.len()
-        );
+        let why = format!("an IBAN of {country} has {} characters, this one has {}", format.iban_length, iban.len());
         return fail(ErrorKind::InvalidLength, why, Some(format));
     }
     let bban = &iban[4..];
     if let Err(why) = format.check_bban(bban) {
-        let why = format!(
-            "the BBAN does not match the format of {country} ({}): {why}",
-            format.bban_spec()
-        );
+        let why = format!("the BBAN does not match the format of {country} ({}): {why}", format.bban_spec());
         return fail(ErrorKind::InvalidStructure, why, Some(format));
     }
     if let Some(why) = check_digits_problem(iban) {
         return fail(ErrorKind::InvalidChecksumDigits, why, Some(format));
     }
-    let bank =
-        lookup_key(format, bban).and_then(|key| data.registry.preferred(country, key.as_str()));
+    let bank = lookup_key(format, bban).and_then(|key| data.registry.preferred(country, key.as_str()));
     let method = bank.map(|b| b.check_method).filter(|m| !m.is_empty());
     let national = national::check(format, bban, method);
     let error = (national == National::Fail).then(|| {
         (
             ErrorKind::InvalidBbanChecksum,
-            format!(
-                "the national check digits of {country} do not match ({})",
-                algo_name(format)
-            ),
+            format!("the national check digits of {country} do not match ({})", algo_name(format)),
         )
     });
-    Check {
-        error,
-        format: Some(format),
-        national,
-        bank,
-    }
+    Check { error, format: Some(format), national, bank }
 }
 
 fn algo_name(format: &Format) -> &'static str {
-    format
-        .national_algo
-        .map_or("national check", |a| a.describe())
+    format.national_algo.map_or("national check", |a| a.describe())
 }
 
 /// ISO 13616: check digits 02-98 and the whole IBAN, rearranged, mod 97 = 1.
 fn check_digits_problem(iban: &[u8]) -> Option<String> {
     if matches!(&iban[2..4], b"00" | b"01" | b"99") {
-        return Some(format!(
-            "check digits {} are never valid (only 02 to 98 are allowed)",
-            lossy(&iban[2..4])
-        ));
+        return Some(format!("check digits {} are never valid (only 02 to 98 are allowed)", lossy(&iban[2..4])));
     }
     let rearranged = iban[4..].iter().chain(&iban[..4]).copied();
     if mod97(rearranged) != 1 {
@@ -176,19 +135,14 @@ impl Key {
 
 /// The registry key of a BBAN: its bank code, or bank + branch where the format says so.
 pub fn lookup_key(format: &Format, bban: &[u8]) -> Option<Key> {
-    let mut key = Key {
-        buf: [0; 16],
-        len: 0,
-    };
+    let mut key = Key { buf: [0; 16], len: 0 };
     for component in &format.lookup {
         let range = match component {
             Component::Bank => format.bank.clone(),
             Component::Branch => format.branch.clone(),
         }?;
         let part = bban.get(range)?;
-        key.buf
-            .get_mut(key.len..key.len + part.len())?
-            .copy_from_slice(part);
+        key.buf.get_mut(key.len..key.len + part.len())?.copy_from_slice(part);
         key.len += part.len();
     }
     (key.len > 0).then_some(key)

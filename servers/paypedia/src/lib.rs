@@ -45,25 +45,16 @@ impl Data {
     pub fn load(dir: &Path) -> Result<&'static Data, String> {
         let registry = Registry::from_csv_file(&dir.join("bank_registry.csv"))?;
         let path = dir.join("iban_formats.csv");
-        let formats_csv =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let formats_csv = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let formats = Formats::parse(&formats_csv)?;
-        let data = Data {
-            registry,
-            formats_csv,
-            formats: OnceLock::from(formats),
-        };
+        let data = Data { registry, formats_csv, formats: OnceLock::from(formats) };
         Ok(Box::leak(Box::new(data)))
     }
 
     /// The IBAN formats, parsed on first use.
     pub fn formats(&self) -> &Formats {
         self.formats.get_or_init(|| {
-            let text = if self.formats_csv.is_empty() {
-                formats::EMBEDDED_CSV
-            } else {
-                &self.formats_csv
-            };
+            let text = if self.formats_csv.is_empty() { formats::EMBEDDED_CSV } else { &self.formats_csv };
             Formats::parse(text).expect("the embedded IBAN formats are valid")
         })
     }

@@ -8,8 +8,7 @@
 
 use mcp::server::{RequestContext, Router, Structured, ToolDef, ToolError};
 use paypedia::tools::{
-    self, BankResolveArgs, BankResolveOutput, BicLookupArgs, BicLookupOutput, IbanCheckArgs,
-    IbanCheckOutput,
+    self, BankResolveArgs, BankResolveOutput, BicLookupArgs, BicLookupOutput, IbanCheckArgs, IbanCheckOutput,
 };
 use paypedia::Data;
 
@@ -29,24 +28,15 @@ const BIC_LOOKUP: &str = "Explains a BIC (SWIFT code): its institution, country,
 which banks in the registry use it, with their national bank codes. Call this to check that a BIC given for a \
 payment belongs to the bank the IBAN points to, or to find a bank from its BIC.";
 
-async fn iban_check(
-    args: IbanCheckArgs,
-    _cx: RequestContext,
-) -> Result<Structured<IbanCheckOutput>, ToolError> {
+async fn iban_check(args: IbanCheckArgs, _cx: RequestContext) -> Result<Structured<IbanCheckOutput>, ToolError> {
     tools::iban_check(Data::current(), &args.input)
 }
 
-async fn bank_resolve(
-    args: BankResolveArgs,
-    _cx: RequestContext,
-) -> Result<Structured<BankResolveOutput>, ToolError> {
+async fn bank_resolve(args: BankResolveArgs, _cx: RequestContext) -> Result<Structured<BankResolveOutput>, ToolError> {
     tools::bank_resolve(Data::current(), &args.country, &args.bank_code)
 }
 
-async fn bic_lookup(
-    args: BicLookupArgs,
-    _cx: RequestContext,
-) -> Result<Structured<BicLookupOutput>, ToolError> {
+async fn bic_lookup(args: BicLookupArgs, _cx: RequestContext) -> Result<Structured<BicLookupOutput>, ToolError> {
     tools::bic_lookup(Data::current(), &args.bic)
 }
 
@@ -58,14 +48,19 @@ fn router() -> Router {
              (bic_lookup) on a registry of real bank data. Read paypedia://countries for IBAN formats.",
         )
         .tool_def(ToolDef::new("iban_check").title("Check IBANs").description(IBAN_CHECK).read_only(), iban_check)
-        .tool_def(ToolDef::new("bank_resolve").title("Resolve a bank code").description(BANK_RESOLVE).read_only(), bank_resolve)
+        .tool_def(
+            ToolDef::new("bank_resolve").title("Resolve a bank code").description(BANK_RESOLVE).read_only(),
+            bank_resolve,
+        )
         .tool_def(ToolDef::new("bic_lookup").title("Look up a BIC").description(BIC_LOOKUP).read_only(), bic_lookup)
         .resource_def(
             mcp::types::resources::Resource {
                 uri: "paypedia://countries".into(),
                 name: "countries".into(),
                 title: Some("IBAN formats of every country".into()),
-                description: Some("Length, layout, example, national check algorithm and bank-code count per country.".into()),
+                description: Some(
+                    "Length, layout, example, national check algorithm and bank-code count per country.".into(),
+                ),
                 mime_type: Some("application/json".into()),
                 ..Default::default()
             },
@@ -76,7 +71,9 @@ fn router() -> Router {
                 uri_template: "paypedia://countries/{cc}".into(),
                 name: "country".into(),
                 title: Some("IBAN format of one country".into()),
-                description: Some("The IBAN format of the country with ISO code {cc}, e.g. paypedia://countries/FR.".into()),
+                description: Some(
+                    "The IBAN format of the country with ISO code {cc}, e.g. paypedia://countries/FR.".into(),
+                ),
                 mime_type: Some("application/json".into()),
                 ..Default::default()
             },
@@ -84,7 +81,13 @@ fn router() -> Router {
         )
         .complete_resource_argument("paypedia://countries/{cc}", "cc", |typed: &str, _: &_| {
             let typed = typed.to_ascii_uppercase();
-            Data::current().formats().all().iter().map(|f| f.country.clone()).filter(|c| c.starts_with(&typed)).collect()
+            Data::current()
+                .formats()
+                .all()
+                .iter()
+                .map(|f| f.country.clone())
+                .filter(|c| c.starts_with(&typed))
+                .collect()
         })
         .prompt_def(
             mcp::types::prompts::Prompt {

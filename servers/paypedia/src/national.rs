@@ -51,27 +51,19 @@ pub fn mod97(chars: impl IntoIterator<Item = u8>) -> u32 {
 }
 
 fn digits(s: &[u8]) -> Option<u64> {
-    s.iter().try_fold(0u64, |acc, &b| {
-        b.is_ascii_digit().then(|| acc * 10 + (b - b'0') as u64)
-    })
+    s.iter().try_fold(0u64, |acc, &b| b.is_ascii_digit().then(|| acc * 10 + (b - b'0') as u64))
 }
 
 fn weighted(s: &[u8], weights: &[u32]) -> Option<u32> {
     s.iter()
         .zip(weights.iter().cycle())
-        .try_fold(0, |acc, (&b, w)| {
-            b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w)
-        })
+        .try_fold(0, |acc, (&b, w)| b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w))
 }
 
 /// Runs the country's national check; `bank_method` is the DE bank's Bundesbank method.
 pub fn check(format: &Format, bban: &[u8], bank_method: Option<&str>) -> National {
     let Some(algo) = format.national_algo else {
-        return if format.national_check.is_some() {
-            National::NotVerified
-        } else {
-            National::NotApplicable
-        };
+        return if format.national_check.is_some() { National::NotVerified } else { National::NotApplicable };
     };
     let ok = match algo {
         NationalAlgo::Mod97Bban => mod97(bban.iter().copied()) == 1,
@@ -107,10 +99,7 @@ pub fn check(format: &Format, bban: &[u8], bank_method: Option<&str>) -> Nationa
 
 /// MR, TN: check digits = 97 − (BBAN-without-check · 100 mod 97).
 fn mod97_variant(format: &Format, bban: &[u8]) -> bool {
-    let check = format
-        .national_check
-        .clone()
-        .unwrap_or(bban.len().saturating_sub(2)..bban.len());
+    let check = format.national_check.clone().unwrap_or(bban.len().saturating_sub(2)..bban.len());
     let Some(expected) = bban.get(check.clone()).and_then(digits) else {
         return false;
     };
@@ -130,12 +119,9 @@ fn belgium(bban: &[u8]) -> bool {
 /// FR, MC: RIB key = 97 − ((89·bank + 15·branch + 3·account) mod 97), account letters mapped.
 fn france(format: &Format, bban: &[u8]) -> bool {
     let field = |r: &Option<std::ops::Range<usize>>| r.clone().and_then(|r| bban.get(r));
-    let (Some(bank), Some(branch), Some(account), Some(key)) = (
-        field(&format.bank),
-        field(&format.branch),
-        field(&format.account),
-        field(&format.national_check),
-    ) else {
+    let (Some(bank), Some(branch), Some(account), Some(key)) =
+        (field(&format.bank), field(&format.branch), field(&format.account), field(&format.national_check))
+    else {
         return false;
     };
     let account: Vec<u8> = account.iter().map(|&b| rib_digit(b)).collect();
@@ -182,34 +168,25 @@ fn spain(bban: &[u8]) -> bool {
 
 /// IT, SM: the CIN letter over ABI + CAB + account.
 fn italy(bban: &[u8]) -> bool {
-    const ODD: [u32; 26] = [
-        1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24,
-        23,
-    ];
+    const ODD: [u32; 26] =
+        [1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23];
     let v = |b: u8| match b {
         b'0'..=b'9' => (b - b'0') as u32,
         b'A'..=b'Z' => (b - b'A') as u32,
         _ => 0,
     };
-    let sum: u32 = bban[1..23]
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| if i % 2 == 0 { ODD[v(b) as usize] } else { v(b) })
-        .sum();
+    let sum: u32 =
+        bban[1..23].iter().enumerate().map(|(i, &b)| if i % 2 == 0 { ODD[v(b) as usize] } else { v(b) }).sum();
     bban[0] == b'A' + (sum % 26) as u8
 }
 
 /// NO: bank(4) account(6) check(1), mod 11 (an account starting 00 weighs only its last 4).
 fn norway(bban: &[u8]) -> bool {
     const W: [u32; 10] = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
-    let value: &[u8] = if &bban[4..6] == b"00" {
-        &bban[6..10]
-    } else {
-        &bban[0..10]
-    };
-    let Some(sum) = value.iter().zip(W).try_fold(0, |acc, (&b, w)| {
-        b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w)
-    }) else {
+    let value: &[u8] = if &bban[4..6] == b"00" { &bban[6..10] } else { &bban[0..10] };
+    let Some(sum) =
+        value.iter().zip(W).try_fold(0, |acc, (&b, w)| b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w))
+    else {
         return false;
     };
     let check = 11 - sum % 11;
@@ -244,9 +221,7 @@ fn estonia(bban: &[u8]) -> bool {
         .iter()
         .rev()
         .zip([7u32, 3, 1].iter().cycle())
-        .try_fold(0, |acc, (&b, w)| {
-            b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w)
-        })
+        .try_fold(0, |acc, (&b, w)| b.is_ascii_digit().then(|| acc + (b - b'0') as u32 * w))
     else {
         return false;
     };
@@ -255,8 +230,7 @@ fn estonia(bban: &[u8]) -> bool {
 
 /// PL: the 8th digit of the settlement number.
 fn poland(bban: &[u8]) -> bool {
-    weighted(&bban[0..7], &[3, 9, 7, 1, 3, 9, 7])
-        .is_some_and(|sum| ((10 - sum % 10) % 10) as u8 + b'0' == bban[7])
+    weighted(&bban[0..7], &[3, 9, 7, 1, 3, 9, 7]).is_some_and(|sum| ((10 - sum % 10) % 10) as u8 + b'0' == bban[7])
 }
 
 /// CZ, SK: prefix and account each sum to 0 mod 11 with their weights.
@@ -268,11 +242,7 @@ fn czech_slovak(bban: &[u8]) -> bool {
 
 /// IS: the 9th digit of the kennitala.
 fn iceland(format: &Format, bban: &[u8]) -> bool {
-    let id = format
-        .other
-        .get("account_holder_id")
-        .cloned()
-        .unwrap_or(12..22);
+    let id = format.other.get("account_holder_id").cloned().unwrap_or(12..22);
     let Some(id) = bban.get(id) else { return false };
     let Some(r) = weighted(&id[..8], &[3, 2, 7, 6, 5, 4, 3, 2]).map(|s| s % 11) else {
         return false;

@@ -52,12 +52,7 @@ impl Registry {
         if blob.len() < HEADER || &blob[..8] != blob::MAGIC {
             return Err("not a paypedia registry blob".into());
         }
-        let (rows, keys, bics, strings) = (
-            u32_at(blob, 8),
-            u32_at(blob, 12),
-            u32_at(blob, 16),
-            u32_at(blob, 20),
-        );
+        let (rows, keys, bics, strings) = (u32_at(blob, 8), u32_at(blob, 12), u32_at(blob, 16), u32_at(blob, 20));
         let sizes = [rows * ROW, keys * KEY, bics * BIC, strings];
         if HEADER + sizes.iter().sum::<usize>() != blob.len() {
             return Err("truncated registry blob".into());
@@ -68,12 +63,7 @@ impl Registry {
             at += n;
             part
         };
-        Ok(Registry {
-            rows: take(sizes[0]),
-            keys: take(sizes[1]),
-            bics: take(sizes[2]),
-            strings: take(sizes[3]),
-        })
+        Ok(Registry { rows: take(sizes[0]), keys: take(sizes[1]), bics: take(sizes[2]), strings: take(sizes[3]) })
     }
 
     /// The embedded registry.
@@ -106,10 +96,7 @@ impl Registry {
     fn string(&self, off: usize, len: usize) -> &'static str {
         // Written from `&str` by the builder; a corrupt blob yields "" rather than a panic.
         let strings: &'static [u8] = self.strings;
-        strings
-            .get(off..off + len)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .unwrap_or("")
+        strings.get(off..off + len).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("")
     }
 
     /// Row `i`.
@@ -179,11 +166,7 @@ impl Registry {
     /// branch of that institution.
     pub fn by_bic(&self, bic: &str) -> Vec<Bank> {
         let bic = bic.as_bytes();
-        let prefix: &[u8] = if bic.len() == 8 {
-            bic
-        } else {
-            &bic[..bic.len().min(11)]
-        };
+        let prefix: &[u8] = if bic.len() == 8 { bic } else { &bic[..bic.len().min(11)] };
         let exact = blob::bic11(bic);
         let n = self.bics.len() / BIC;
         let entry = |i: usize| &self.bics[i * BIC..(i + 1) * BIC];
@@ -248,10 +231,7 @@ mod tests {
         assert!(r.preferred("FR", "99999").is_none());
         assert!(r.preferred("FR", "").is_none());
         let nwbk = r.by_bic("NWBKGB2L");
-        assert!(
-            nwbk.iter().any(|b| b.bic == "NWBKGB2LXXX"),
-            "a BIC8 matches its XXX form"
-        );
+        assert!(nwbk.iter().any(|b| b.bic == "NWBKGB2LXXX"), "a BIC8 matches its XXX form");
         assert!(!r.by_bic("COBADEFFXXX").is_empty());
         assert!(r.by_bic("ZZZZZZZZ").is_empty());
     }

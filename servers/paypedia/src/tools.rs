@@ -122,10 +122,7 @@ pub fn verdict(data: &Data, raw: &str, compact: &str) -> IbanResult {
     let format = check.format;
     let structure_ok = !matches!(
         check.error,
-        Some((
-            ErrorKind::InvalidStructure | ErrorKind::InvalidCountryCode | ErrorKind::InvalidLength,
-            _
-        ))
+        Some((ErrorKind::InvalidStructure | ErrorKind::InvalidCountryCode | ErrorKind::InvalidLength, _))
     );
     let part = |r: Option<&Option<std::ops::Range<usize>>>| {
         if structure_ok {
@@ -142,10 +139,7 @@ pub fn verdict(data: &Data, raw: &str, compact: &str) -> IbanResult {
         valid: check.is_valid(),
         error: check.error.as_ref().map(|e| e.0),
         message: check.error.as_ref().map(|e| e.1.clone()),
-        country_name: country
-            .as_deref()
-            .and_then(countries::name)
-            .map(str::to_owned),
+        country_name: country.as_deref().and_then(countries::name).map(str::to_owned),
         country,
         national_check: check.national.as_str().to_owned(),
         bank_code: part(format.map(|f| &f.bank)),
@@ -193,19 +187,13 @@ pub fn iban_check(data: &Data, input: &str) -> Result<Structured<IbanCheckOutput
             output.omitted += 1;
         }
     }
-    Ok(Structured {
-        text: render_check(&output),
-        value: output,
-    })
+    Ok(Structured { text: render_check(&output), value: output })
 }
 
 fn render_check(out: &IbanCheckOutput) -> String {
     let mut text = String::new();
     if out.found > 1 {
-        text.push_str(&format!(
-            "Found {} IBANs: {} valid, {} invalid.\n\n",
-            out.found, out.valid, out.invalid
-        ));
+        text.push_str(&format!("Found {} IBANs: {} valid, {} invalid.\n\n", out.found, out.valid, out.invalid));
     }
     for r in out.results.iter().take(MAX_TEXT_RESULTS) {
         text.push_str(&render_result(r));
@@ -253,11 +241,7 @@ fn render_result(r: &IbanResult) -> String {
     }
     match &r.bank {
         Some(bank) => {
-            let bic = bank
-                .bic
-                .as_deref()
-                .map(|b| format!(" · BIC {b}"))
-                .unwrap_or_default();
+            let bic = bank.bic.as_deref().map(|b| format!(" · BIC {b}")).unwrap_or_default();
             s.push_str(&format!("- Bank: {}{bic}\n", bank.name));
         }
         None if r.valid && r.bank_code.is_some() => s.push_str("- Bank: not in the registry\n"),
@@ -294,21 +278,11 @@ pub struct BankResolveOutput {
 }
 
 /// `bank_resolve`: the bank behind a national bank code.
-pub fn bank_resolve(
-    data: &Data,
-    country: &str,
-    code: &str,
-) -> Result<Structured<BankResolveOutput>, ToolError> {
+pub fn bank_resolve(data: &Data, country: &str, code: &str) -> Result<Structured<BankResolveOutput>, ToolError> {
     let country = country.trim().to_ascii_uppercase();
-    let code: String = code
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_uppercase();
+    let code: String = code.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_uppercase();
     if country.len() != 2 || !country.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(ToolError::new(format!(
-            "country must be a two-letter ISO code such as \"FR\", not {country:?}."
-        )));
+        return Err(ToolError::new(format!("country must be a two-letter ISO code such as \"FR\", not {country:?}.")));
     }
     let codes = data.registry.codes_in(&country);
     if codes == 0 {
@@ -330,32 +304,18 @@ pub fn bank_resolve(
     if let Some(bic) = &bank.bic {
         text.push_str(&format!(" · BIC {bic}"));
     }
-    text.push_str(&format!(
-        "\n{} bank code {code}",
-        countries::name(&country).unwrap_or(&country)
-    ));
+    text.push_str(&format!("\n{} bank code {code}", countries::name(&country).unwrap_or(&country)));
     if !alternatives.is_empty() {
-        text.push_str(&format!(
-            "\nOther records under this code ({}):",
-            rest.len()
-        ));
+        text.push_str(&format!("\nOther records under this code ({}):", rest.len()));
         for alt in &alternatives {
             text.push_str(&format!(
                 "\n- {}{}",
                 alt.name,
-                alt.bic
-                    .as_deref()
-                    .map(|b| format!(" · {b}"))
-                    .unwrap_or_default()
+                alt.bic.as_deref().map(|b| format!(" · {b}")).unwrap_or_default()
             ));
         }
     }
-    let value = BankResolveOutput {
-        country,
-        bank_code: code,
-        bank,
-        alternatives,
-    };
+    let value = BankResolveOutput { country, bank_code: code, bank, alternatives };
     Ok(Structured { text, value })
 }
 
@@ -384,10 +344,7 @@ fn key_hint(data: &Data, country: &str) -> String {
         .map(|r| r.len())
         .sum();
     let what = match country {
-        "GB" | "IE" => {
-            "the 4 letters of the BIC's bank prefix that follow the check digits (e.g. NWBK)"
-                .to_owned()
-        }
+        "GB" | "IE" => "the 4 letters of the BIC's bank prefix that follow the check digits (e.g. NWBK)".to_owned(),
         "SI" => "the 5 digits of bank and branch after the check digits".to_owned(),
         "IT" | "SM" => "the 5-digit ABI after the CIN letter".to_owned(),
         _ => format!("the {len} characters after the check digits of an IBAN"),
@@ -450,11 +407,7 @@ pub struct BicBank {
 
 /// `bic_lookup`: a BIC's structure and the banks that use it.
 pub fn bic_lookup(data: &Data, bic: &str) -> Result<Structured<BicLookupOutput>, ToolError> {
-    let bic: String = bic
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>()
-        .to_ascii_uppercase();
+    let bic: String = bic.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_uppercase();
     let b = bic.as_bytes();
     let well_formed = (b.len() == 8 || b.len() == 11)
         && b[..6].iter().all(u8::is_ascii_uppercase)
@@ -477,11 +430,7 @@ pub fn bic_lookup(data: &Data, bic: &str) -> Result<Structured<BicLookupOutput>,
     let banks: Vec<BicBank> = rows
         .iter()
         .take(20)
-        .map(|r| BicBank {
-            country: r.country.to_owned(),
-            bank_code: r.code.to_owned(),
-            bank: BankInfo::from(*r),
-        })
+        .map(|r| BicBank { country: r.country.to_owned(), bank_code: r.code.to_owned(), bank: BankInfo::from(*r) })
         .collect();
     let mut text = format!(
         "**{bic}**: institution {}, country {} ({}), location {}{}{}\n",
@@ -492,46 +441,27 @@ pub fn bic_lookup(data: &Data, bic: &str) -> Result<Structured<BicLookupOutput>,
         structure
             .branch
             .as_deref()
-            .map(|br| if br == "XXX" {
-                ", primary office".to_owned()
-            } else {
-                format!(", branch {br}")
-            })
+            .map(|br| if br == "XXX" { ", primary office".to_owned() } else { format!(", branch {br}") })
             .unwrap_or_default(),
         if structure.test { " (a test BIC)" } else { "" }
     );
     if banks.is_empty() {
         text.push_str("No bank in the registry uses this BIC. It may still exist: the registry covers national bank codes of 46 countries, not every BIC.");
     } else {
-        text.push_str(&format!(
-            "Used by {} record(s) in the registry:\n",
-            rows.len()
-        ));
+        text.push_str(&format!("Used by {} record(s) in the registry:\n", rows.len()));
         for bank in &banks {
             let code = if bank.bank_code.is_empty() {
                 String::new()
             } else {
                 format!(" — {} code {}", bank.country, bank.bank_code)
             };
-            text.push_str(&format!(
-                "- {}{code} · {}\n",
-                bank.bank.name,
-                bank.bank.bic.as_deref().unwrap_or("")
-            ));
+            text.push_str(&format!("- {}{code} · {}\n", bank.bank.name, bank.bank.bic.as_deref().unwrap_or("")));
         }
         if omitted > 0 {
             text.push_str(&format!("…and {omitted} more.\n"));
         }
     }
-    Ok(Structured {
-        text,
-        value: BicLookupOutput {
-            bic,
-            structure,
-            banks,
-            omitted,
-        },
-    })
+    Ok(Structured { text, value: BicLookupOutput { bic, structure, banks, omitted } })
 }
 
 /// One country's IBAN format, as the country resources show it.
@@ -579,17 +509,9 @@ fn country_info(data: &Data, format: &crate::formats::Format) -> CountryInfo {
 }
 
 /// `paypedia://countries`: every country's IBAN format.
-pub async fn countries_resource(
-    _r: ResourceRequest,
-    _cx: RequestContext,
-) -> Result<String, ToolError> {
+pub async fn countries_resource(_r: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
     let data = Data::current();
-    let all: Vec<CountryInfo> = data
-        .formats()
-        .all()
-        .into_iter()
-        .map(|f| country_info(data, f))
-        .collect();
+    let all: Vec<CountryInfo> = data.formats().all().into_iter().map(|f| country_info(data, f)).collect();
     Ok(serde_json::to_string_pretty(&all)?)
 }
 
@@ -600,16 +522,11 @@ pub struct CountryParams {
 }
 
 /// `paypedia://countries/{cc}`: one country's IBAN format.
-pub async fn country_resource(
-    r: ResourceRequest<CountryParams>,
-    _cx: RequestContext,
-) -> Result<String, ToolError> {
+pub async fn country_resource(r: ResourceRequest<CountryParams>, _cx: RequestContext) -> Result<String, ToolError> {
     let data = Data::current();
     let cc = r.params.cc.to_ascii_uppercase();
     let format = data.formats().get(&cc).ok_or_else(|| {
-        ToolError::not_found(format!(
-            "No IBAN format for {cc:?}; read paypedia://countries for the list."
-        ))
+        ToolError::not_found(format!("No IBAN format for {cc:?}; read paypedia://countries for the list."))
     })?;
     Ok(serde_json::to_string_pretty(&country_info(data, format))?)
 }
@@ -630,22 +547,10 @@ pub async fn check_payment_prompt(
     args: CheckPaymentArgs,
     _cx: RequestContext,
 ) -> Result<Vec<PromptMessage>, ToolError> {
-    let given = |label: &str, v: &Option<String>| {
-        v.as_deref()
-            .map(|v| format!("- {label}: {v}\n"))
-            .unwrap_or_default()
-    };
-    let details = format!(
-        "{}{}{}",
-        given("Payee", &args.payee),
-        given("IBAN", &args.iban),
-        given("BIC", &args.bic)
-    );
-    let details = if details.is_empty() {
-        "(ask the user for the payee's name, IBAN and BIC)\n".to_owned()
-    } else {
-        details
-    };
+    let given = |label: &str, v: &Option<String>| v.as_deref().map(|v| format!("- {label}: {v}\n")).unwrap_or_default();
+    let details = format!("{}{}{}", given("Payee", &args.payee), given("IBAN", &args.iban), given("BIC", &args.bic));
+    let details =
+        if details.is_empty() { "(ask the user for the payee's name, IBAN and BIC)\n".to_owned() } else { details };
     Ok(vec![PromptMessage::user(format!(
         "Check these payment details before money is sent:\n{details}\n\
          1. Call iban_check with the IBAN. If it is invalid, say exactly what is wrong and ask for a corrected IBAN; do not guess one.\n\

@@ -35,18 +35,11 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        let mut server = Server {
-            child,
-            stdin,
-            lines,
-            next_id: 1,
-        };
+        let mut server = Server { child, stdin, lines, next_id: 1 };
         let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "claude-code", "version": "1.0"}});
         let r = server.request("initialize", init);
         assert_eq!(r["result"]["serverInfo"]["name"], "paypedia");
-        server.send_line(
-            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
-        );
+        server.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
         server
     }
 
@@ -60,13 +53,8 @@ impl Server {
     fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        self.send_line(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("an answer within 20 s");
+        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("an answer within 20 s");
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["id"], id);
         value
@@ -94,34 +82,18 @@ fn the_walkthrough_calls() {
     let tools = s.request("tools/list", json!({}));
     let tools = tools["result"]["tools"].as_array().unwrap();
     let resolve = tools.iter().find(|t| t["name"] == "bank_resolve").unwrap();
-    assert_eq!(
-        resolve["inputSchema"]["properties"]["country"]["maxLength"],
-        8
-    );
-    assert_eq!(
-        resolve["inputSchema"]["properties"]["bankCode"]["maxLength"],
-        16
-    );
+    assert_eq!(resolve["inputSchema"]["properties"]["country"]["maxLength"], 8);
+    assert_eq!(resolve["inputSchema"]["properties"]["bankCode"]["maxLength"], 16);
     assert_eq!(resolve["inputSchema"]["additionalProperties"], false);
     assert!(resolve["outputSchema"].is_object());
 
-    let r = s.call(
-        "iban_check",
-        json!({"input": "FR7630006000011234567890189"}),
-    );
+    let r = s.call("iban_check", json!({"input": "FR7630006000011234567890189"}));
     assert_eq!(r["isError"], Value::Null);
     assert!(text(&r).contains("**VALID** · France (FR)"), "{}", text(&r));
     assert_eq!(r["structuredContent"]["results"][0]["valid"], true);
 
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "FR", "bankCode": "30004"}),
-    );
-    assert!(
-        text(&r).starts_with("**BNP PARIBAS** · BIC BNPAFRPP"),
-        "{}",
-        text(&r)
-    );
+    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
+    assert!(text(&r).starts_with("**BNP PARIBAS** · BIC BNPAFRPP"), "{}", text(&r));
     assert_eq!(r["structuredContent"]["bank"]["bic"], "BNPAFRPP");
 
     let r = s.call("bic_lookup", json!({"bic": "cobadeffxxx"}));
@@ -137,15 +109,10 @@ fn the_walkthrough_calls() {
 fn resources_and_prompt() {
     let mut s = Server::spawn(&[]);
     let r = s.request("resources/read", json!({"uri": "paypedia://countries/fr"}));
-    let fr: Value =
-        serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        (fr["ibanLength"].clone(), fr["bankCodes"].clone()),
-        (json!(27), json!(217))
-    );
+    let fr: Value = serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!((fr["ibanLength"].clone(), fr["bankCodes"].clone()), (json!(27), json!(217)));
     let r = s.request("resources/read", json!({"uri": "paypedia://countries"}));
-    let all: Value =
-        serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    let all: Value = serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(all.as_array().unwrap().len(), 127);
     let r = s.request("resources/read", json!({"uri": "paypedia://countries/ZZ"}));
     assert!(r["error"]["code"].is_i64());
@@ -153,15 +120,9 @@ fn resources_and_prompt() {
         "prompts/get",
         json!({"name": "check_payment_details", "arguments": {"iban": "DE89370400440532013000"}}),
     );
-    assert!(r["result"]["messages"][0]["content"]["text"]
-        .as_str()
-        .unwrap()
-        .contains("iban_check"));
+    assert!(r["result"]["messages"][0]["content"]["text"].as_str().unwrap().contains("iban_check"));
     let r = s.request("completion/complete", json!({"ref": {"type": "ref/resource", "uri": "paypedia://countries/{cc}"}, "argument": {"name": "cc", "value": "f"}}));
-    assert_eq!(
-        r["result"]["completion"]["values"],
-        json!(["FI", "FK", "FO", "FR"])
-    );
+    assert_eq!(r["result"]["completion"]["values"], json!(["FI", "FK", "FO", "FR"]));
 }
 
 #[test]
@@ -172,75 +133,43 @@ fn bad_input_gets_a_clear_answer() {
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("No IBAN found"));
     // Control characters and non-ASCII around a valid IBAN.
-    let r = s.call(
-        "iban_check",
-        json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}),
-    );
+    let r = s.call("iban_check", json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}));
     assert_eq!(r["structuredContent"]["valid"], 1, "{}", text(&r));
     // 1 MB of text with two IBANs inside.
     let filler = "lorem ipsum dolor sit amet ".repeat(40_000);
     let input = format!("{filler} GB29 NWBK 6016 1331 9268 19 {filler} DE99370400440532013000");
     let r = s.call("iban_check", json!({"input": input}));
     assert_eq!(
-        (
-            r["structuredContent"]["valid"].clone(),
-            r["structuredContent"]["invalid"].clone()
-        ),
+        (r["structuredContent"]["valid"].clone(), r["structuredContent"]["invalid"].clone()),
         (json!(1), json!(1))
     );
     // 10,000 IBANs: all counted, the text stays small and says what was left out.
     let many = vec!["DE89370400440532013000"; 10_000].join("\n");
     let r = s.call("iban_check", json!({"input": many}));
     let out = &r["structuredContent"];
-    assert_eq!(
-        (out["found"].clone(), out["valid"].clone()),
-        (json!(10_000), json!(10_000))
-    );
+    assert_eq!((out["found"].clone(), out["valid"].clone()), (json!(10_000), json!(10_000)));
     assert_eq!(out["results"].as_array().unwrap().len(), 100);
     assert_eq!(out["omitted"], 9_900);
-    assert!(
-        text(&r).len() < 8_000,
-        "text handed to the model: {} bytes",
-        text(&r).len()
-    );
-    assert!(
-        text(&r).contains("9980 more not shown"),
-        "{}",
-        &text(&r)[text(&r).len() - 300..]
-    );
+    assert!(text(&r).len() < 8_000, "text handed to the model: {} bytes", text(&r).len());
+    assert!(text(&r).contains("9980 more not shown"), "{}", &text(&r)[text(&r).len() - 300..]);
     // Wrong types: a schema error the model can act on.
     let r = s.call("iban_check", json!({"input": 42}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("/input"), "{}", text(&r));
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "FRANCE-LONG-NAME", "bankCode": "30004"}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "FRANCE-LONG-NAME", "bankCode": "30004"}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("country"), "{}", text(&r));
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "FR", "bankCode": "30004", "extra": true}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004", "extra": true}));
     assert_eq!(r["isError"], true);
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "FR", "bankCode": "99999"}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "99999"}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("217 codes"), "{}", text(&r));
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "US", "bankCode": "026009593"}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "US", "bankCode": "026009593"}));
     assert!(text(&r).contains("no bank codes for US"), "{}", text(&r));
     let r = s.call("bic_lookup", json!({"bic": "NOT A BIC"}));
     assert_eq!(r["isError"], true);
     // Still serving.
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "de", "bankCode": "370 400 44"}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "de", "bankCode": "370 400 44"}));
     assert!(text(&r).contains("Commerzbank"), "{}", text(&r));
 }
 
@@ -249,28 +178,18 @@ fn data_dir_loads_a_registry_of_the_same_format() {
     let dir = std::env::temp_dir().join(format!("paypedia-data-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
-    std::fs::copy(
-        format!("{source}/iban_formats.csv"),
-        dir.join("iban_formats.csv"),
-    )
-    .unwrap();
+    std::fs::copy(format!("{source}/iban_formats.csv"), dir.join("iban_formats.csv")).unwrap();
     std::fs::write(
         dir.join("bank_registry.csv"),
         "country,bank_code,name,bic,source,short_name,primary,preferred,check_method\nFR,30004,NEWER BANK NAME,BNPAFRPP,test,,1,1,\n",
     )
     .unwrap();
     let mut s = Server::spawn(&["--data", dir.to_str().unwrap()]);
-    let r = s.call(
-        "bank_resolve",
-        json!({"country": "FR", "bankCode": "30004"}),
-    );
+    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
     assert!(text(&r).contains("NEWER BANK NAME"), "{}", text(&r));
     drop(s);
     // A missing or broken directory fails at start-up, with the reason on stderr.
-    let out = Command::new(env!("CARGO_BIN_EXE_paypedia"))
-        .args(["--data", "/nonexistent"])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paypedia")).args(["--data", "/nonexistent"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bank_registry.csv"));
     std::fs::remove_dir_all(dir).ok();

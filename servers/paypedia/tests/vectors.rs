@@ -26,16 +26,10 @@ fn vectors() -> Vec<Vector> {
         .records()
         .map(|row| {
             let row = row.unwrap();
-            let get = |name: &str| {
-                row.get(headers.iter().position(|h| h == name).unwrap())
-                    .unwrap()
-                    .to_owned()
-            };
+            let get = |name: &str| row.get(headers.iter().position(|h| h == name).unwrap()).unwrap().to_owned();
             Vector {
                 iban: get("iban"),
-                input: Some(get("input"))
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| get("iban")),
+                input: Some(get("input")).filter(|s| !s.is_empty()).unwrap_or_else(|| get("iban")),
                 valid: get("valid") == "true",
                 error: get("error"),
                 national: get("national_check"),
@@ -57,39 +51,16 @@ fn differences(v: &Vector, compact: &str, raw: &str) -> Vec<String> {
         }
     };
     expect("valid", r.valid.to_string(), &v.valid.to_string());
-    expect(
-        "error",
-        r.error.map(|e| e.as_str().to_owned()).unwrap_or_default(),
-        &v.error,
-    );
+    expect("error", r.error.map(|e| e.as_str().to_owned()).unwrap_or_default(), &v.error);
     let national_ran = v.valid || v.error == "InvalidBBANChecksum";
     if national_ran {
         expect("national_check", r.national_check.clone(), &v.national);
-        expect(
-            "bank_code",
-            r.bank_code.clone().unwrap_or_default(),
-            &v.bank_code,
-        );
-        expect(
-            "branch_code",
-            r.branch_code.clone().unwrap_or_default(),
-            &v.branch_code,
-        );
-        expect(
-            "bic",
-            r.bank
-                .as_ref()
-                .and_then(|b| b.bic.clone())
-                .unwrap_or_default(),
-            &v.bic,
-        );
+        expect("bank_code", r.bank_code.clone().unwrap_or_default(), &v.bank_code);
+        expect("branch_code", r.branch_code.clone().unwrap_or_default(), &v.branch_code);
+        expect("bic", r.bank.as_ref().and_then(|b| b.bic.clone()).unwrap_or_default(), &v.bic);
         // The registry collapses runs of whitespace in names (data/README.md); six NO names in the
         // vectors, taken from schwifty's raw data, still end in a space.
-        expect(
-            "bank_name",
-            r.bank.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
-            v.bank_name.trim_end(),
-        );
+        expect("bank_name", r.bank.as_ref().map(|b| b.name.clone()).unwrap_or_default(), v.bank_name.trim_end());
     }
     diffs
 }
@@ -105,12 +76,7 @@ fn every_vector_gets_its_listed_verdict_and_bank() {
             failures.push(format!("{}: {}", v.iban, diffs.join("; ")));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of 283 vectors differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of 283 vectors differ:\n{}", failures.len(), failures.join("\n"));
     let valid = vectors.iter().filter(|v| v.valid).count();
     assert_eq!(valid, 233, "the file lists 233 valid IBANs");
 }
@@ -130,10 +96,5 @@ fn every_vector_is_found_as_written() {
             failures.push(format!("{:?}: {}", v.input, diffs.join("; ")));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} inputs differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} inputs differ:\n{}", failures.len(), failures.join("\n"));
 }

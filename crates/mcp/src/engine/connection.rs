@@ -55,26 +55,15 @@ impl Default for ServeOptions {
 }
 
 /// Serves `router` to the peer at the other end of `reader` and `writer` until end of input.
-pub async fn serve_connection<R, W>(
-    router: Router,
-    reader: R,
-    writer: W,
-    options: ServeOptions,
-) -> std::io::Result<()>
+pub async fn serve_connection<R, W>(router: Router, reader: R, writer: W, options: ServeOptions) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (outbox, rx) = Outbox::channel(options.outbox_capacity);
     let writer = tokio::spawn(write_loop(writer, rx));
-    let mut conn = Connection {
-        router,
-        outbox,
-        session: None,
-        inflight: HashMap::new(),
-        tasks: JoinSet::new(),
-        forwarder: None,
-    };
+    let mut conn =
+        Connection { router, outbox, session: None, inflight: HashMap::new(), tasks: JoinSet::new(), forwarder: None };
     let mut lines = LineReader::new(reader, options.max_line);
     let result = conn.read_loop(&mut lines, options.max_in_flight).await;
     conn.shutdown(options.shutdown_grace).await;
@@ -155,17 +144,8 @@ impl Connection {
             Some(b'{') => self.on_object(line).await,
             Some(b'[') => self.on_batch(line).await,
             Some(_) => match serde_json::from_slice::<Value>(line) {
-                Ok(_) => {
-                    self.send_error(
-                        None,
-                        ErrorObject::invalid_request("a message must be a JSON object"),
-                    )
-                    .await
-                }
-                Err(e) => {
-                    self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}")))
-                        .await
-                }
+                Ok(_) => self.send_error(None, ErrorObject::invalid_request("a message must be a JSON object")).await,
+                Err(e) => self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
             },
         }
     }
@@ -173,31 +153,17 @@ impl Connection {
     async fn on_object(&mut self, line: &[u8]) {
         let envelope = match serde_json::from_slice::<Envelope>(line) {
             Ok(envelope) => envelope,
-            Err(e) => {
-                return self
-                    .send_error(None, ErrorObject::parse_error(format!("Parse error: {e}")))
-                    .await
-            }
+            Err(e) => return self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
         };
         match envelope.kind() {
-            Ok(MessageKind::Request { id, method, params }) => {
-                self.on_request(id, &method, params).await
-            }
-            Ok(MessageKind::Notification { method, params }) => {
-                self.on_notification(&method, params)
-            }
+            Ok(MessageKind::Request { id, method, params }) => self.on_request(id, &method, params).await,
+            Ok(MessageKind::Notification { method, params }) => self.on_notification(&method, params),
             Ok(MessageKind::Result { id, result }) => self.on_response(id, Ok(parse_value(result))),
-            Ok(MessageKind::Error {
-                id: Some(id),
-                error,
-            }) => self.on_response(id, Err(error)),
+            Ok(MessageKind::Error { id: Some(id), error }) => self.on_response(id, Err(error)),
             Ok(MessageKind::Error { id: None, error }) => {
                 tracing::warn!("the client reported an error: {error}")
             }
-            Err(invalid) => {
-                self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason))
-                    .await
-            }
+            Err(invalid) => self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await,
         }
     }
 
@@ -205,115 +171,53 @@ impl Connection {
     async fn on_batch(&mut self, line: &[u8]) {
         let items = match serde_json::from_slice::<Vec<&RawValue>>(line) {
             Ok(items) => items,
-            Err(e) => {
-                return self
-                    .send_error(None, ErrorObject::parse_error(format!("Parse error: {e}")))
-                    .await
-            }
+            Err(e) => return self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
         };
-        let allowed = self
-            .session
-            .as_ref()
-            .is_some_and(|s| s.version == ProtocolVersion::V2025_03_26);
+        let allowed = self.session.as_ref().is_some_and(|s| s.version == ProtocolVersion::V2025_03_26);
         if !allowed || items.is_empty() {
-            let why = if allowed {
-                "an empty batch"
-            } else {
-                "batches are only allowed in protocol version 2025-03-26"
-            };
-            return self
-                .send_error(None, ErrorObject::invalid_request(why))
-                .await;
+            let why =
+                if allowed { "an empty batch" } else { "batches are only allowed in protocol version 2025-03-26" };
+            return self.send_error(None, ErrorObject::invalid_request(why)).await;
         }
         let mut requests = Vec::new();
         for item in items {
             match serde_json::from_str::<Envelope>(item.get()).map(Envelope::kind) {
                 Ok(Ok(MessageKind::Request { method, .. })) if method == "initialize" => {
-                    self.send_error(
-                        None,
-                        ErrorObject::invalid_request("initialize must not be sent in a batch"),
-                    )
-                    .await
+                    self.send_error(None, ErrorObject::invalid_request("initialize must not be sent in a batch")).await
                 }
-                Ok(Ok(MessageKind::Request { id, method, params })) => {
-                    match self.admit(&method, id.clone(), params) {
-                        Ok(admitted) => requests.push((
-                            id,
-                            method.into_owned(),
-                            params.map(ToOwned::to_owned),
-                            admitted,
-                        )),
-                        Err(e) => self.send_error(Some(id), e).await,
-                    }
-                }
-                Ok(Ok(MessageKind::Notification { method, params })) => {
-                    self.on_notification(&method, params)
-                }
-                Ok(Ok(MessageKind::Result { id, result })) => {
-                    self.on_response(id, Ok(parse_value(result)))
-                }
-                Ok(Ok(MessageKind::Error {
-                    id: Some(id),
-                    error,
-                })) => self.on_response(id, Err(error)),
+                Ok(Ok(MessageKind::Request { id, method, params })) => match self.admit(&method, id.clone(), params) {
+                    Ok(admitted) => requests.push((id, method.into_owned(), params.map(ToOwned::to_owned), admitted)),
+                    Err(e) => self.send_error(Some(id), e).await,
+                },
+                Ok(Ok(MessageKind::Notification { method, params })) => self.on_notification(&method, params),
+                Ok(Ok(MessageKind::Result { id, result })) => self.on_response(id, Ok(parse_value(result))),
+                Ok(Ok(MessageKind::Error { id: Some(id), error })) => self.on_response(id, Err(error)),
                 Ok(Ok(MessageKind::Error { id: None, .. })) => {}
-                Ok(Err(invalid)) => {
-                    self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason))
-                        .await
-                }
-                Err(e) => {
-                    self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}")))
-                        .await
-                }
+                Ok(Err(invalid)) => self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await,
+                Err(e) => self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
             }
         }
         if !requests.is_empty() {
-            tokio::spawn(run_batch(
-                self.router.clone(),
-                self.outbox.clone(),
-                requests,
-            ));
+            tokio::spawn(run_batch(self.router.clone(), self.outbox.clone(), requests));
         }
     }
 
-    fn admit(
-        &self,
-        method: &str,
-        id: RequestId,
-        params: Option<&RawValue>,
-    ) -> Result<Admitted, ErrorObject> {
-        era::admit(
-            method,
-            id,
-            params,
-            self.session.as_ref(),
-            self.outbox.clone(),
-            CancellationToken::new(),
-        )
+    fn admit(&self, method: &str, id: RequestId, params: Option<&RawValue>) -> Result<Admitted, ErrorObject> {
+        era::admit(method, id, params, self.session.as_ref(), self.outbox.clone(), CancellationToken::new())
     }
 
     async fn on_request(&mut self, id: RequestId, method: &str, params: Option<&RawValue>) {
-        if method == "initialize"
-            && params.is_none_or(|p| !p.get().contains("io.modelcontextprotocol/protocolVersion"))
+        if method == "initialize" && params.is_none_or(|p| !p.get().contains("io.modelcontextprotocol/protocolVersion"))
         {
             return self.on_initialize(id, params).await;
         }
         if self.inflight.contains_key(&id) {
-            let e = ErrorObject::invalid_request(format!(
-                "request id {id} is already in use by a request in progress"
-            ));
+            let e = ErrorObject::invalid_request(format!("request id {id} is already in use by a request in progress"));
             return self.send_error(Some(id), e).await;
         }
         let token = CancellationToken::new();
         let session = self.session.as_ref();
-        let admitted = era::admit(
-            method,
-            id.clone(),
-            params,
-            session,
-            self.outbox.clone(),
-            token.clone(),
-        );
+        let admitted = era::admit(method, id.clone(), params, session, self.outbox.clone(), token.clone());
         let Admitted { cx, modern } = match admitted {
             Ok(admitted) => admitted,
             Err(e) => return self.send_error(Some(id), e).await,
@@ -342,12 +246,7 @@ impl Connection {
 
     async fn on_initialize(&mut self, id: RequestId, params: Option<&RawValue>) {
         if self.session.is_some() {
-            return self
-                .send_error(
-                    Some(id),
-                    ErrorObject::invalid_request("the session is already initialized"),
-                )
-                .await;
+            return self.send_error(Some(id), ErrorObject::invalid_request("the session is already initialized")).await;
         }
         let (params, result) = match era::initialize(&self.router, params) {
             Ok(ok) => ok,
@@ -359,10 +258,7 @@ impl Connection {
             params.client_info,
             self.outbox.clone(),
         ));
-        self.forwarder = Some(tokio::spawn(forward_changes(
-            self.router.clone(),
-            session.clone(),
-        )));
+        self.forwarder = Some(tokio::spawn(forward_changes(self.router.clone(), session.clone())));
         self.session = Some(session);
         send_response(
             &self.outbox,
@@ -376,8 +272,7 @@ impl Connection {
         if method != "notifications/cancelled" {
             return; // initialized, roots/list_changed, unknown: nothing to answer
         }
-        let Some(Ok(params)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get()))
-        else {
+        let Some(Ok(params)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else {
             return;
         };
         if let Some(token) = params.request_id.and_then(|id| self.inflight.remove(&id)) {
@@ -386,10 +281,7 @@ impl Connection {
     }
 
     fn on_response(&mut self, id: RequestId, answer: Result<Value, ErrorObject>) {
-        let resolved = self
-            .session
-            .as_ref()
-            .is_some_and(|s| s.resolve(&id, answer));
+        let resolved = self.session.as_ref().is_some_and(|s| s.resolve(&id, answer));
         if !resolved {
             tracing::debug!("a response for {id} matched no request in progress");
         }
@@ -412,27 +304,17 @@ struct ResultResponse<'a> {
 }
 
 /// Writes the response to `id`.
-pub(crate) async fn send_response(
-    outbox: &Outbox,
-    id: &RequestId,
-    result: Result<Value, ErrorObject>,
-) {
-    match result {
-        Ok(result) => {
-            outbox
-                .send(&ResultResponse {
-                    jsonrpc: "2.0",
-                    id,
-                    result: &result,
-                })
-                .await
-        }
-        Err(error) => {
-            outbox
-                .send(&JsonRpcError::new(Some(id.clone()), error))
-                .await
-        }
+pub(crate) async fn send_response(outbox: &Outbox, id: &RequestId, result: Result<Value, ErrorObject>) {
+    outbox.send_raw(response_bytes(id, result)).await;
+}
+
+/// The serialized response to `id`.
+pub(crate) fn response_bytes(id: &RequestId, result: Result<Value, ErrorObject>) -> Vec<u8> {
+    let bytes = match result {
+        Ok(result) => serde_json::to_vec(&ResultResponse { jsonrpc: "2.0", id, result: &result }),
+        Err(error) => serde_json::to_vec(&JsonRpcError::new(Some(id.clone()), error)),
     };
+    bytes.unwrap_or_default()
 }
 
 type BatchItem = (RequestId, String, Option<Box<RawValue>>, Admitted);
@@ -441,14 +323,10 @@ async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
     let work = requests.into_iter().map(|(id, method, params, admitted)| {
         let router = router.clone();
         async move {
-            let result = router
-                .handle(&method, params.as_deref(), &admitted.cx, admitted.modern)
-                .await;
+            let result = router.handle(&method, params.as_deref(), &admitted.cx, admitted.modern).await;
             match result {
                 Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                Err(error) => {
-                    serde_json::to_value(JsonRpcError::new(Some(id), error)).unwrap_or_default()
-                }
+                Err(error) => serde_json::to_value(JsonRpcError::new(Some(id), error)).unwrap_or_default(),
             }
         }
     });
@@ -457,7 +335,7 @@ async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
 }
 
 /// Legacy sessions hear about list changes, and about updates of the resources they subscribed to.
-async fn forward_changes(router: Router, session: Arc<Session>) {
+pub(crate) async fn forward_changes(router: Router, session: Arc<Session>) {
     let mut changes = router.changes();
     loop {
         let change = tokio::select! {
@@ -482,23 +360,26 @@ async fn forward_changes(router: Router, session: Arc<Session>) {
 }
 
 /// Drains the outbox into the writer, coalescing whatever is queued into one write.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: OutboxReceiver,
-) -> std::io::Result<()> {
+async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: OutboxReceiver) -> std::io::Result<()> {
     const COALESCE_LIMIT: usize = 256 * 1024;
     let mut buffer = Vec::with_capacity(16 * 1024);
     while let Some(message) = rx.recv().await {
-        buffer.extend_from_slice(&message);
-        buffer.push(b'\n');
+        if !message.is_empty() {
+            buffer.extend_from_slice(&message);
+            buffer.push(b'\n');
+        }
         while buffer.len() < COALESCE_LIMIT {
             match rx.try_recv() {
+                Ok(message) if message.is_empty() => {} // an HTTP-only "close the stream" marker
                 Ok(message) => {
                     buffer.extend_from_slice(&message);
                     buffer.push(b'\n');
                 }
                 Err(_) => break,
             }
+        }
+        if buffer.is_empty() {
+            continue;
         }
         writer.write_all(&buffer).await?;
         writer.flush().await?;

@@ -38,12 +38,7 @@ pub struct Session {
 
 impl Session {
     /// A session after a successful `initialize`.
-    pub fn new(
-        version: String,
-        caps: ClientCapabilities,
-        info: Implementation,
-        outbox: Outbox,
-    ) -> Self {
+    pub fn new(version: String, caps: ClientCapabilities, info: Implementation, outbox: Outbox) -> Self {
         Session {
             version,
             client_capabilities: caps,
@@ -87,40 +82,22 @@ impl Session {
     }
 
     /// Sends a request to the client on `outbox` and waits for its answer.
-    pub async fn request(
-        &self,
-        outbox: &Outbox,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
-        let id = RequestId::String(format!(
-            "s-{}",
-            self.next_id.fetch_add(1, Ordering::Relaxed)
-        ));
+    pub async fn request(&self, outbox: &Outbox, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let id = RequestId::String(format!("s-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.pending.lock().unwrap();
             if pending.len() >= MAX_PENDING {
-                return Err(ErrorObject::internal(
-                    "too many requests to the client are waiting for an answer",
-                ));
+                return Err(ErrorObject::internal("too many requests to the client are waiting for an answer"));
             }
             pending.insert(id.clone(), tx);
         }
-        let guard = PendingGuard {
-            session: self,
-            id: id.clone(),
-        };
-        let message =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let guard = PendingGuard { session: self, id: id.clone() };
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if !outbox.send(&message).await {
-            return Err(ErrorObject::internal(
-                "the connection to the client is closed",
-            ));
+            return Err(ErrorObject::internal("the connection to the client is closed"));
         }
-        let answer = rx
-            .await
-            .unwrap_or_else(|_| Err(ErrorObject::internal("the connection to the client closed")));
+        let answer = rx.await.unwrap_or_else(|_| Err(ErrorObject::internal("the connection to the client closed")));
         drop(guard);
         answer
     }
@@ -154,9 +131,5 @@ impl Drop for PendingGuard<'_> {
 
 fn level_from_u8(n: u8) -> Option<LoggingLevel> {
     use LoggingLevel::*;
-    [
-        Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency,
-    ]
-    .get(n as usize)
-    .copied()
+    [Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency].get(n as usize).copied()
 }

@@ -103,9 +103,7 @@ impl RequestContext {
     pub fn protocol_version(&self) -> &str {
         match &self.inner.origin {
             Origin::Session(s) => &s.version,
-            Origin::Request {
-                protocol_version, ..
-            } => protocol_version,
+            Origin::Request { protocol_version, .. } => protocol_version,
         }
     }
 
@@ -118,10 +116,7 @@ impl RequestContext {
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         match &self.inner.origin {
             Origin::Session(s) => &s.client_capabilities,
-            Origin::Request {
-                client_capabilities,
-                ..
-            } => client_capabilities,
+            Origin::Request { client_capabilities, .. } => client_capabilities,
         }
     }
 
@@ -175,13 +170,8 @@ impl RequestContext {
             }
             *last = Some(progress);
         }
-        let params = ProgressParams {
-            progress_token: token,
-            progress,
-            total,
-            message: message.map(Into::into),
-            meta: None,
-        };
+        let params =
+            ProgressParams { progress_token: token, progress, total, message: message.map(Into::into), meta: None };
         self.notify("notifications/progress", &params).await;
     }
 
@@ -203,6 +193,13 @@ impl RequestContext {
         self.notify("notifications/message", &params).await;
     }
 
+    /// On HTTP, closes this request's SSE response stream now (2025-11-25 SSE polling): the
+    /// client reconnects with `Last-Event-ID` and receives the rest, the result included. Has no
+    /// effect on stdio or on a JSON response.
+    pub async fn close_stream(&self) {
+        self.inner.outbox.send_raw(Vec::new()).await;
+    }
+
     /// Sends a notification related to this request.
     pub async fn notify<P: Serialize>(&self, method: &str, params: &P) {
         if self.is_cancelled() {
@@ -215,65 +212,35 @@ impl RequestContext {
     /// Asks the user to fill a form described by `T`'s schema (form-mode elicitation).
     ///
     /// `Ok` carries what the user did; `content` is `Some` only when they accepted.
-    pub async fn elicit<T: DeserializeOwned + JsonSchema>(
-        &self,
-        message: &str,
-    ) -> Result<Elicitation<T>, ToolError> {
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(&self, message: &str) -> Result<Elicitation<T>, ToolError> {
         let schema = super::schema::schema_for::<T>();
-        let requested: RequestedSchema =
-            serde_json::from_value(Value::Object(schema)).map_err(|e| {
-                ToolError::new(format!("the elicitation type is not a flat object: {e}"))
-            })?;
-        let result = self
-            .elicit_raw(ElicitParams::form(message, requested))
-            .await?;
+        let requested: RequestedSchema = serde_json::from_value(Value::Object(schema))
+            .map_err(|e| ToolError::new(format!("the elicitation type is not a flat object: {e}")))?;
+        let result = self.elicit_raw(ElicitParams::form(message, requested)).await?;
         Elicitation::from_result(result)
     }
 
     /// Sends any elicitation request, form or URL mode.
     pub async fn elicit_raw(&self, params: ElicitParams) -> Result<ElicitResult, ToolError> {
         let caps = self.client_capabilities();
-        let supported = if params.is_url() {
-            caps.elicitation_url()
-        } else {
-            caps.elicitation_form()
-        };
+        let supported = if params.is_url() { caps.elicitation_url() } else { caps.elicitation_form() };
         if !supported {
-            let mode = if params.is_url() {
-                json!({"url": {}})
-            } else {
-                json!({})
-            };
+            let mode = if params.is_url() { json!({"url": {}}) } else { json!({}) };
             return Err(self.missing_capability(json!({"elicitation": mode}), "elicitation"));
         }
-        self.ask(
-            "elicitation/create",
-            "elicitation",
-            serde_json::to_value(params)?,
-        )
-        .await
+        self.ask("elicitation/create", "elicitation", serde_json::to_value(params)?).await
     }
 
     /// Asks the client's model for a completion (sampling).
-    pub async fn sample(
-        &self,
-        params: CreateMessageParams,
-    ) -> Result<CreateMessageResult, ToolError> {
+    pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, ToolError> {
         let caps = self.client_capabilities();
         if caps.sampling.is_none() {
             return Err(self.missing_capability(json!({"sampling": {}}), "sampling"));
         }
         if params.tools.is_some() && caps.sampling.as_ref().is_some_and(|s| s.tools.is_none()) {
-            return Err(
-                self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools")
-            );
+            return Err(self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools"));
         }
-        self.ask(
-            "sampling/createMessage",
-            "sampling",
-            serde_json::to_value(params)?,
-        )
-        .await
+        self.ask("sampling/createMessage", "sampling", serde_json::to_value(params)?).await
     }
 
     /// Asks the client for its roots.
@@ -285,8 +252,7 @@ impl RequestContext {
     }
 
     fn missing_capability(&self, required: Value, what: &str) -> ToolError {
-        let message =
-            format!("this request needs the client's {what} capability, which it did not declare");
+        let message = format!("this request needs the client's {what} capability, which it did not declare");
         ToolError::protocol(
             ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message)
                 .with_data(json!({"requiredCapabilities": required})),
@@ -294,34 +260,20 @@ impl RequestContext {
     }
 
     /// Legacy: a request to the client. Modern: the answer from the retry, or `input_required`.
-    async fn ask<R: DeserializeOwned>(
-        &self,
-        method: &str,
-        kind: &str,
-        params: Value,
-    ) -> Result<R, ToolError> {
+    async fn ask<R: DeserializeOwned>(&self, method: &str, kind: &str, params: Value) -> Result<R, ToolError> {
         if let Some(session) = self.session() {
             let answer = session.request(&self.inner.outbox, method, params).await?;
-            return serde_json::from_value(answer).map_err(|e| {
-                ToolError::new(format!("the client's answer to {method} is malformed: {e}"))
-            });
+            return serde_json::from_value(answer)
+                .map_err(|e| ToolError::new(format!("the client's answer to {method} is malformed: {e}")));
         }
         let n = self.inner.input.asked.fetch_add(1, Ordering::Relaxed);
         let key = format!("{kind}-{n}");
         let known = self.inner.input.answers.lock().unwrap().get(&key).cloned();
         match known {
             Some(answer) => serde_json::from_value(answer).map_err(|e| {
-                ToolError::invalid_params(format!(
-                    "inputResponses[{key}] is not a valid {method} result: {e}"
-                ))
+                ToolError::invalid_params(format!("inputResponses[{key}] is not a valid {method} result: {e}"))
             }),
-            None => Err(ToolError::input_required(
-                key,
-                InputRequest {
-                    method: method.into(),
-                    params: Some(params),
-                },
-            )),
+            None => Err(ToolError::input_required(key, InputRequest { method: method.into(), params: Some(params) })),
         }
     }
 
@@ -353,9 +305,7 @@ impl<T: DeserializeOwned> Elicitation<T> {
                 let content = Value::Object(result.content.unwrap_or_default());
                 serde_json::from_value(content)
                     .map(Elicitation::Accepted)
-                    .map_err(|e| {
-                        ToolError::new(format!("the form the user submitted does not match: {e}"))
-                    })
+                    .map_err(|e| ToolError::new(format!("the form the user submitted does not match: {e}")))
             }
             ElicitAction::Decline => Ok(Elicitation::Declined),
             ElicitAction::Cancel => Ok(Elicitation::Cancelled),

@@ -10,9 +10,7 @@ use mcp_types::legacy::{SetLevelParams, SubscribeParams};
 use mcp_types::lifecycle::DiscoverResult;
 use mcp_types::mrtr::{InputRequests, InputRequiredResult};
 use mcp_types::prompts::{GetPromptParams, ListPromptsResult};
-use mcp_types::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
-};
+use mcp_types::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult};
 use mcp_types::result::{PaginatedParams, ResultType};
 use mcp_types::subscriptions::{ListenParams, SubscriptionFilter};
 use mcp_types::tools::{CallToolParams, CallToolResult, ListToolsResult};
@@ -33,13 +31,11 @@ use crate::error::{ToolError, ToolErrorKind};
 
 fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Result<P, ErrorObject> {
     let text = raw.map_or("{}", RawValue::get);
-    serde_json::from_str(text)
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(result)
-        .map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
+    serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
 }
 
 impl Router {
@@ -86,28 +82,15 @@ impl Router {
     fn list_tools(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.tools.iter().map(|t| t.def()).collect();
-        let (tools, next_cursor) =
-            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (tools, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let tools = tools.into_iter().cloned().collect();
-        to_value(ListToolsResult {
-            tools,
-            next_cursor,
-            ..Default::default()
-        })
+        to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
     }
 
-    async fn call_tool(
-        &self,
-        p: CallToolParams,
-        cx: &RequestContext,
-        modern: bool,
-    ) -> Result<Value, ErrorObject> {
+    async fn call_tool(&self, p: CallToolParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
         let tool = self.inner.registry.read().unwrap().tools.get(&p.name);
         let Some(tool) = tool else {
-            return Err(ErrorObject::invalid_params(format!(
-                "Unknown tool: {}",
-                p.name
-            )));
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)));
         };
         let args = Value::Object(p.arguments.unwrap_or_default());
         if let Err(problems) = tool.check(&args) {
@@ -125,9 +108,7 @@ impl Router {
         }
         match (tool.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
-            Err(ToolError {
-                kind: ToolErrorKind::Message(m),
-            }) => to_value(CallToolResult::error(m)),
+            Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
             Err(e) => self.fail(e, cx, fp, modern),
         }
     }
@@ -175,27 +156,17 @@ impl Router {
     fn list_resources(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.resources.iter().map(|r| &r.def).collect();
-        let (page, next_cursor) =
-            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let resources = page.into_iter().cloned().collect();
-        to_value(ListResourcesResult {
-            resources,
-            next_cursor,
-            ..Default::default()
-        })
+        to_value(ListResourcesResult { resources, next_cursor, ..Default::default() })
     }
 
     fn list_templates(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.templates.iter().map(|t| &t.def).collect();
-        let (page, next_cursor) =
-            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let resource_templates = page.into_iter().cloned().collect();
-        to_value(ListResourceTemplatesResult {
-            resource_templates,
-            next_cursor,
-            ..Default::default()
-        })
+        to_value(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
     }
 
     async fn read_resource(
@@ -211,14 +182,9 @@ impl Router {
                 None => registry
                     .templates
                     .iter()
-                    .find_map(|t| {
-                        t.template
-                            .matches(&p.uri)
-                            .map(|vars| (t.handler.clone(), vars))
-                    })
+                    .find_map(|t| t.template.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
                     .ok_or_else(|| {
-                        ToolError::not_found(format!("Resource not found: {}", p.uri))
-                            .into_error_object(modern)
+                        ToolError::not_found(format!("Resource not found: {}", p.uri)).into_error_object(modern)
                     })?,
             }
         };
@@ -227,10 +193,7 @@ impl Router {
             cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
         }
         match handler(p.uri, vars, cx.clone()).await {
-            Ok(contents) => to_value(ReadResourceResult {
-                contents,
-                ..Default::default()
-            }),
+            Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
             Err(e) => self.fail(e, cx, fp, modern),
         }
     }
@@ -238,28 +201,15 @@ impl Router {
     fn list_prompts(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
         let all: Vec<_> = registry.prompts.iter().map(|p| &p.def).collect();
-        let (page, next_cursor) =
-            pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
+        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
         let prompts = page.into_iter().cloned().collect();
-        to_value(ListPromptsResult {
-            prompts,
-            next_cursor,
-            ..Default::default()
-        })
+        to_value(ListPromptsResult { prompts, next_cursor, ..Default::default() })
     }
 
-    async fn get_prompt(
-        &self,
-        p: GetPromptParams,
-        cx: &RequestContext,
-        modern: bool,
-    ) -> Result<Value, ErrorObject> {
+    async fn get_prompt(&self, p: GetPromptParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
         let prompt = self.inner.registry.read().unwrap().prompts.get(&p.name);
         let Some(prompt) = prompt else {
-            return Err(ErrorObject::invalid_params(format!(
-                "Unknown prompt: {}",
-                p.name
-            )));
+            return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
         };
         let args = p.arguments.unwrap_or_default();
         let fp = modern.then(|| state::fingerprint("prompts/get", &p.name, &json!(args)));
@@ -277,25 +227,18 @@ impl Router {
         let registry = self.inner.registry.read().unwrap();
         match &p.reference {
             CompletionRef::Prompt { name, .. } if !registry.prompts.contains(name) => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "Unknown prompt: {name}"
-                )));
+                return Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}")));
             }
             CompletionRef::Resource { uri }
                 if !registry.templates.contains(uri) && !registry.resources.contains(uri) =>
             {
-                return Err(ErrorObject::invalid_params(format!(
-                    "Unknown resource or template: {uri}"
-                )));
+                return Err(ErrorObject::invalid_params(format!("Unknown resource or template: {uri}")));
             }
             _ => {}
         }
         drop(registry);
         let completion = self.inner.completers.read().unwrap().complete(&p);
-        to_value(CompleteResult {
-            completion,
-            ..Default::default()
-        })
+        to_value(CompleteResult { completion, ..Default::default() })
     }
 
     fn set_level(&self, p: SetLevelParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
@@ -305,21 +248,14 @@ impl Router {
         Ok(json!({}))
     }
 
-    fn subscribe(
-        &self,
-        p: SubscribeParams,
-        cx: &RequestContext,
-        on: bool,
-    ) -> Result<Value, ErrorObject> {
+    fn subscribe(&self, p: SubscribeParams, cx: &RequestContext, on: bool) -> Result<Value, ErrorObject> {
         let Some(session) = cx.session() else {
             return Ok(json!({}));
         };
         if !on {
             session.unsubscribe(&p.uri);
         } else if !session.subscribe(p.uri, self.inner.config.max_subscriptions) {
-            return Err(ErrorObject::invalid_params(
-                "too many resource subscriptions on this session",
-            ));
+            return Err(ErrorObject::invalid_params("too many resource subscriptions on this session"));
         }
         Ok(json!({}))
     }
@@ -328,10 +264,7 @@ impl Router {
     async fn listen(&self, p: ListenParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
         if p.notifications.task_ids.is_some() {
             let data = json!({"requiredCapabilities": {"extensions": {mcp_types::tasks::EXTENSION_ID: {}}}});
-            if !cx
-                .client_capabilities()
-                .has_extension(mcp_types::tasks::EXTENSION_ID)
-            {
+            if !cx.client_capabilities().has_extension(mcp_types::tasks::EXTENSION_ID) {
                 return Err(ErrorObject::new(
                     mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
                     "taskIds needs the tasks extension in clientCapabilities",
@@ -339,19 +272,12 @@ impl Router {
                 .with_data(data));
             }
         }
-        let honoured = SubscriptionFilter {
-            task_ids: None,
-            ..p.notifications
-        };
+        let honoured = SubscriptionFilter { task_ids: None, ..p.notifications };
         let mut changes = self.changes();
         let mut meta = JsonObject::new();
-        meta.insert(
-            mcp_types::meta::SUBSCRIPTION_ID.into(),
-            to_value(cx.request_id())?,
-        );
+        meta.insert(mcp_types::meta::SUBSCRIPTION_ID.into(), to_value(cx.request_id())?);
         let ack = json!({"notifications": honoured, "_meta": meta});
-        cx.notify("notifications/subscriptions/acknowledged", &ack)
-            .await;
+        cx.notify("notifications/subscriptions/acknowledged", &ack).await;
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
@@ -359,15 +285,13 @@ impl Router {
             };
             match change {
                 Ok(change) if wants(&honoured, &change) => {
-                    cx.notify(change.method(), &change.params(Some(meta.clone())))
-                        .await;
+                    cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     for change in [Change::Tools, Change::Prompts, Change::Resources] {
                         if wants(&honoured, &change) {
-                            cx.notify(change.method(), &change.params(Some(meta.clone())))
-                                .await;
+                            cx.notify(change.method(), &change.params(Some(meta.clone()))).await;
                         }
                     }
                 }
@@ -385,9 +309,6 @@ pub(crate) fn wants(filter: &SubscriptionFilter, change: &Change) -> bool {
         Change::Tools => filter.tools_list_changed == Some(true),
         Change::Prompts => filter.prompts_list_changed == Some(true),
         Change::Resources => filter.resources_list_changed == Some(true),
-        Change::ResourceUpdated(uri) => filter
-            .resource_subscriptions
-            .as_ref()
-            .is_some_and(|s| s.contains(uri)),
+        Change::ResourceUpdated(uri) => filter.resource_subscriptions.as_ref().is_some_and(|s| s.contains(uri)),
     }
 }

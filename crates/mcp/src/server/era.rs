@@ -26,30 +26,13 @@ use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
 
 /// Methods that exist only before 2026-07-28.
-const LEGACY_ONLY: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+const LEGACY_ONLY: &[&str] =
+    &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 /// Methods that exist only from 2026-07-28 on.
-const MODERN_ONLY: &[&str] = &[
-    "server/discover",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-];
+const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
 /// Methods whose complete results carry `ttlMs` and `cacheScope` (2026-07-28).
-const CACHEABLE: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
+const CACHEABLE: &[&str] =
+    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
 
 /// The `_meta` fields the engine reads, decoded without the rest of the params.
 #[derive(Deserialize, Default)]
@@ -78,9 +61,7 @@ fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
     };
     match serde_json::from_str::<ParamsMeta>(raw.get()) {
         Ok(p) => Ok(p.meta.unwrap_or_default()),
-        Err(e) => Err(ErrorObject::invalid_params(format!(
-            "params must be an object with a valid _meta: {e}"
-        ))),
+        Err(e) => Err(ErrorObject::invalid_params(format!("params must be an object with a valid _meta: {e}"))),
     }
 }
 
@@ -133,10 +114,7 @@ fn admit_modern(
     let version = match meta.protocol_version {
         Some(Value::String(v)) => v,
         _ => {
-            return Err(ErrorObject::invalid_params(format!(
-                "_meta[\"{}\"] must be a string",
-                meta::PROTOCOL_VERSION
-            )))
+            return Err(ErrorObject::invalid_params(format!("_meta[\"{}\"] must be a string", meta::PROTOCOL_VERSION)))
         }
     };
     if !ProtocolVersion::MODERN.contains(&version.as_str()) {
@@ -144,21 +122,16 @@ fn admit_modern(
     }
     let client_capabilities: ClientCapabilities = match meta.client_capabilities {
         Some(v) => serde_json::from_value(v).map_err(|e| {
-            ErrorObject::invalid_params(format!(
-                "_meta[\"{}\"] is malformed: {e}",
-                meta::CLIENT_CAPABILITIES
-            ))
+            ErrorObject::invalid_params(format!("_meta[\"{}\"] is malformed: {e}", meta::CLIENT_CAPABILITIES))
         })?,
         None => {
             return Err(ErrorObject::invalid_params(format!(
-            "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
-            meta::CLIENT_CAPABILITIES
-        )))
+                "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
+                meta::CLIENT_CAPABILITIES
+            )))
         }
     };
-    let client_info: Option<Implementation> = meta
-        .client_info
-        .and_then(|v| serde_json::from_value(v).ok());
+    let client_info: Option<Implementation> = meta.client_info.and_then(|v| serde_json::from_value(v).ok());
     let request_log_level: Option<LoggingLevel> = match meta.log_level {
         None => None,
         Some(v) => Some(serde_json::from_value(v).map_err(|_| {
@@ -171,32 +144,16 @@ fn admit_modern(
     if LEGACY_ONLY.contains(&method) {
         return Err(ErrorObject::method_not_found(method));
     }
-    let origin = Origin::Request {
-        protocol_version: version,
-        client_capabilities,
-        client_info,
-        log_level: request_log_level,
-    };
-    let parts = ContextParts {
-        id,
-        origin,
-        progress_token: meta.progress_token,
-        outbox,
-        cancel,
-    };
-    Ok(Admitted {
-        cx: RequestContext::new(parts),
-        modern: true,
-    })
+    let origin =
+        Origin::Request { protocol_version: version, client_capabilities, client_info, log_level: request_log_level };
+    let parts = ContextParts { id, origin, progress_token: meta.progress_token, outbox, cancel };
+    Ok(Admitted { cx: RequestContext::new(parts), modern: true })
 }
 
 /// -32022 with the versions this server supports.
 pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
-    ErrorObject::new(
-        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-        format!("Unsupported protocol version: {requested}"),
-    )
-    .with_data(json!({"supported": ProtocolVersion::ALL, "requested": requested}))
+    ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, format!("Unsupported protocol version: {requested}"))
+        .with_data(json!({"supported": ProtocolVersion::ALL, "requested": requested}))
 }
 
 /// The legacy handshake: the client's version if we speak it, else our newest legacy one.
@@ -208,11 +165,7 @@ pub(crate) fn initialize(
     let params: InitializeParams = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {e}")))?;
     let requested = params.protocol_version.as_str();
-    let version = if ProtocolVersion::LEGACY.contains(&requested) {
-        requested
-    } else {
-        ProtocolVersion::LATEST_LEGACY
-    };
+    let version = if ProtocolVersion::LEGACY.contains(&requested) { requested } else { ProtocolVersion::LATEST_LEGACY };
     let result = InitializeResult {
         protocol_version: version.to_owned(),
         capabilities: router.capabilities(),
@@ -240,9 +193,7 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
         object.entry("ttlMs").or_insert(ttl.into());
         object.entry("cacheScope").or_insert("private".into());
     }
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
         meta.entry(meta::SERVER_INFO)
             .or_insert_with(|| serde_json::to_value(&router.inner.config.info).unwrap_or_default());

@@ -33,9 +33,7 @@ pub mod uri_template;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use mcp_types::lifecycle::{
-    Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
-};
+use mcp_types::lifecycle::{Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities};
 use mcp_types::prompts::Prompt;
 use mcp_types::resources::{Resource, ResourceTemplate};
 use schemars::JsonSchema;
@@ -124,9 +122,7 @@ impl Router {
     }
 
     fn config_mut(&mut self) -> &mut Config {
-        &mut Arc::get_mut(&mut self.inner)
-            .expect("configure the router before cloning it")
-            .config
+        &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config
     }
 
     /// The server's name and version, as clients see them.
@@ -201,13 +197,7 @@ impl Router {
         Out: IntoToolOutput + Send + 'static,
     {
         let entry = tool::entry(def, handler);
-        let replaced = self
-            .inner
-            .registry
-            .write()
-            .unwrap()
-            .tools
-            .insert(entry.name.clone(), entry);
+        let replaced = self.inner.registry.write().unwrap().tools.insert(entry.name.clone(), entry);
         self.announce(Change::Tools);
         replaced
     }
@@ -227,11 +217,7 @@ impl Router {
         H: ResourceHandler<(), Out>,
         Out: IntoContents + Send + 'static,
     {
-        let def = Resource {
-            uri: uri.into(),
-            name: name.into(),
-            ..Default::default()
-        };
+        let def = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
         self.resource_def(def, handler)
     }
 
@@ -242,10 +228,7 @@ impl Router {
         Out: IntoContents + Send + 'static,
     {
         let uri = def.uri.clone();
-        assert!(
-            !self.add_resource(def, handler),
-            "resource {uri:?} is registered twice"
-        );
+        assert!(!self.add_resource(def, handler), "resource {uri:?} is registered twice");
         self
     }
 
@@ -257,13 +240,8 @@ impl Router {
     {
         let handler = resource::erase(handler, def.mime_type.clone());
         let key = def.uri.clone();
-        let replaced = self
-            .inner
-            .registry
-            .write()
-            .unwrap()
-            .resources
-            .insert(key, resource::ResourceEntry { def, handler });
+        let replaced =
+            self.inner.registry.write().unwrap().resources.insert(key, resource::ResourceEntry { def, handler });
         self.announce(Change::Resources);
         replaced
     }
@@ -285,11 +263,7 @@ impl Router {
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
-        let def = ResourceTemplate {
-            uri_template: uri_template.into(),
-            name: name.into(),
-            ..Default::default()
-        };
+        let def = ResourceTemplate { uri_template: uri_template.into(), name: name.into(), ..Default::default() };
         self.resource_template_def(def, handler)
     }
 
@@ -300,22 +274,11 @@ impl Router {
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
-        let template = UriTemplate::parse(&def.uri_template)
-            .unwrap_or_else(|e| panic!("resource template: {e}"));
+        let template = UriTemplate::parse(&def.uri_template).unwrap_or_else(|e| panic!("resource template: {e}"));
         let handler = resource::erase(handler, def.mime_type.clone());
         let key = def.uri_template.clone();
-        let entry = resource::TemplateEntry {
-            def,
-            template,
-            handler,
-        };
-        let replaced = self
-            .inner
-            .registry
-            .write()
-            .unwrap()
-            .templates
-            .insert(key.clone(), entry);
+        let entry = resource::TemplateEntry { def, template, handler };
+        let replaced = self.inner.registry.write().unwrap().templates.insert(key.clone(), entry);
         assert!(!replaced, "resource template {key:?} is registered twice");
         self
     }
@@ -327,11 +290,7 @@ impl Router {
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
-        let def = Prompt {
-            name: name.into(),
-            description: Some(description.into()),
-            ..Default::default()
-        };
+        let def = Prompt { name: name.into(), description: Some(description.into()), ..Default::default() };
         self.prompt_def(def, handler)
     }
 
@@ -344,30 +303,15 @@ impl Router {
     {
         let name = def.name.clone();
         let entry = prompt::entry(def, handler);
-        let replaced = self
-            .inner
-            .registry
-            .write()
-            .unwrap()
-            .prompts
-            .insert(name.clone(), entry);
+        let replaced = self.inner.registry.write().unwrap().prompts.insert(name.clone(), entry);
         assert!(!replaced, "prompt {name:?} is registered twice");
         self.announce(Change::Prompts);
         self
     }
 
     /// Completes the argument `argument` of the prompt `prompt`.
-    pub fn complete_prompt_argument(
-        self,
-        prompt: &str,
-        argument: &str,
-        handler: impl CompletionHandler,
-    ) -> Self {
-        self.inner
-            .completers
-            .write()
-            .unwrap()
-            .add_prompt(prompt, argument, handler);
+    pub fn complete_prompt_argument(self, prompt: &str, argument: &str, handler: impl CompletionHandler) -> Self {
+        self.inner.completers.write().unwrap().add_prompt(prompt, argument, handler);
         self
     }
 
@@ -378,11 +322,7 @@ impl Router {
         variable: &str,
         handler: impl CompletionHandler,
     ) -> Self {
-        self.inner
-            .completers
-            .write()
-            .unwrap()
-            .add_resource(uri_template, variable, handler);
+        self.inner.completers.write().unwrap().add_resource(uri_template, variable, handler);
         self
     }
 
@@ -407,16 +347,11 @@ impl Router {
 
     /// What this server offers, as advertised in `initialize` and `server/discover`.
     pub fn capabilities(&self) -> ServerCapabilities {
-        let listed = Some(ListChangedCapability {
-            list_changed: Some(true),
-        });
+        let listed = Some(ListChangedCapability { list_changed: Some(true) });
         ServerCapabilities {
             tools: listed.clone(),
             prompts: listed,
-            resources: Some(ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-            }),
+            resources: Some(ResourcesCapability { subscribe: Some(true), list_changed: Some(true) }),
             logging: Some(Default::default()),
             completions: Some(Default::default()),
             ..Default::default()

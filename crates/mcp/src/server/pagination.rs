@@ -20,24 +20,14 @@ pub fn decode(cursor: Option<&str>) -> Result<usize, ErrorObject> {
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| text.strip_prefix(PREFIX).and_then(|n| n.parse().ok()))
-        .ok_or_else(|| {
-            ErrorObject::invalid_params(
-                "invalid cursor: pass nextCursor from the previous page, unchanged",
-            )
-        })
+        .ok_or_else(|| ErrorObject::invalid_params("invalid cursor: pass nextCursor from the previous page, unchanged"))
 }
 
 /// One page of `items` starting at the cursor, and the next cursor if more remain.
-pub fn page<T: Clone>(
-    items: &[T],
-    cursor: Option<&str>,
-    size: usize,
-) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+pub fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), ErrorObject> {
     let start = decode(cursor)?;
     if start > items.len() {
-        return Err(ErrorObject::invalid_params(
-            "invalid cursor: the list is shorter than that now",
-        ));
+        return Err(ErrorObject::invalid_params("invalid cursor: the list is shorter than that now"));
     }
     let end = (start + size).min(items.len());
     let next = (end < items.len()).then(|| encode(end));

@@ -90,28 +90,15 @@ mod tests {
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn parses_each_field_as_its_type() {
         let p: P = from_strings(map(&[("id", "42"), ("name", "7"), ("flag", "true")])).unwrap();
-        assert_eq!(
-            p,
-            P {
-                id: 42,
-                name: "7".into(),
-                flag: Some(true)
-            }
-        );
+        assert_eq!(p, P { id: 42, name: "7".into(), flag: Some(true) });
         let e = from_strings::<P>(map(&[("id", "x"), ("name", "n")])).unwrap_err();
         assert!(e.to_string().contains("u32"), "{e}");
-        assert!(
-            from_strings::<P>(map(&[("id", "1")])).is_err(),
-            "missing name"
-        );
+        assert!(from_strings::<P>(map(&[("id", "1")])).is_err(), "missing name");
     }
 }

@@ -31,10 +31,7 @@ impl IntoPromptResult for GetPromptResult {
 
 impl IntoPromptResult for Vec<PromptMessage> {
     fn into_prompt_result(self) -> GetPromptResult {
-        GetPromptResult {
-            messages: self,
-            ..Default::default()
-        }
+        GetPromptResult { messages: self, ..Default::default() }
     }
 }
 
@@ -67,12 +64,7 @@ where
 }
 
 pub(crate) type ErasedPromptHandler = Arc<
-    dyn Fn(
-            BTreeMap<String, String>,
-            RequestContext,
-        ) -> BoxFuture<Result<GetPromptResult, ToolError>>
-        + Send
-        + Sync,
+    dyn Fn(BTreeMap<String, String>, RequestContext) -> BoxFuture<Result<GetPromptResult, ToolError>> + Send + Sync,
 >;
 
 /// A prompt as registered.
@@ -92,19 +84,14 @@ where
         let arguments = arguments_from_schema(&schema_for::<Args>());
         def.arguments = (!arguments.is_empty()).then_some(arguments);
     }
-    let handler: ErasedPromptHandler =
-        Arc::new(move |args: BTreeMap<String, String>, cx: RequestContext| {
-            let handler = handler.clone();
-            Box::pin(async move {
-                let args: Args = super::params::from_strings(args).map_err(|e| {
-                    ToolError::invalid_params(format!("invalid prompt arguments: {e}"))
-                })?;
-                handler
-                    .call(args, cx)
-                    .await
-                    .map(IntoPromptResult::into_prompt_result)
-            }) as BoxFuture<_>
-        });
+    let handler: ErasedPromptHandler = Arc::new(move |args: BTreeMap<String, String>, cx: RequestContext| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let args: Args = super::params::from_strings(args)
+                .map_err(|e| ToolError::invalid_params(format!("invalid prompt arguments: {e}")))?;
+            handler.call(args, cx).await.map(IntoPromptResult::into_prompt_result)
+        }) as BoxFuture<_>
+    });
     PromptEntry { def, handler }
 }
 
@@ -122,10 +109,7 @@ fn arguments_from_schema(schema: &serde_json::Map<String, Value>) -> Vec<PromptA
         .map(|(name, prop)| PromptArgument {
             name: name.clone(),
             title: prop.get("title").and_then(Value::as_str).map(Into::into),
-            description: prop
-                .get("description")
-                .and_then(Value::as_str)
-                .map(Into::into),
+            description: prop.get("description").and_then(Value::as_str).map(Into::into),
             required: Some(required.contains(&name.as_str())),
         })
         .collect()

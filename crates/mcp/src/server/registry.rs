@@ -19,10 +19,7 @@ pub(crate) struct Catalog<E> {
 
 impl<E> Default for Catalog<E> {
     fn default() -> Self {
-        Catalog {
-            entries: Vec::new(),
-            index: HashMap::new(),
-        }
+        Catalog { entries: Vec::new(), index: HashMap::new() }
     }
 }
 
@@ -107,10 +104,7 @@ impl Change {
     }
 
     /// The notification's params, with extra `_meta` if given.
-    pub fn params(
-        &self,
-        meta: Option<serde_json::Map<String, serde_json::Value>>,
-    ) -> serde_json::Value {
+    pub fn params(&self, meta: Option<serde_json::Map<String, serde_json::Value>>) -> serde_json::Value {
         let mut params = serde_json::Map::new();
         if let Change::ResourceUpdated(uri) = self {
             params.insert("uri".into(), uri.clone().into());

@@ -75,11 +75,7 @@ impl IntoContents for Vec<ResourceContents> {
 /// An async function usable as a resource handler.
 pub trait ResourceHandler<P, Out>: Clone + Send + Sync + 'static {
     /// Reads the resource.
-    fn call(
-        &self,
-        request: ResourceRequest<P>,
-        cx: RequestContext,
-    ) -> BoxFuture<Result<Out, ToolError>>;
+    fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>>;
 }
 
 impl<F, Fut, P, Out> ResourceHandler<P, Out> for F
@@ -87,21 +83,13 @@ where
     F: Fn(ResourceRequest<P>, RequestContext) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
 {
-    fn call(
-        &self,
-        request: ResourceRequest<P>,
-        cx: RequestContext,
-    ) -> BoxFuture<Result<Out, ToolError>> {
+    fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
         Box::pin((self)(request, cx))
     }
 }
 
 pub(crate) type ErasedResourceHandler = Arc<
-    dyn Fn(
-            String,
-            BTreeMap<String, String>,
-            RequestContext,
-        ) -> BoxFuture<Result<Vec<ResourceContents>, ToolError>>
+    dyn Fn(String, BTreeMap<String, String>, RequestContext) -> BoxFuture<Result<Vec<ResourceContents>, ToolError>>
         + Send
         + Sync,
 >;
@@ -126,25 +114,15 @@ where
     P: DeserializeOwned + Send + 'static,
     Out: IntoContents + Send + 'static,
 {
-    Arc::new(
-        move |uri: String, vars: BTreeMap<String, String>, cx: RequestContext| {
-            let handler = handler.clone();
-            let mime_type = mime_type.clone();
-            Box::pin(async move {
-                let params = params_from_vars::<P>(vars)?;
-                let out = handler
-                    .call(
-                        ResourceRequest {
-                            uri: uri.clone(),
-                            params,
-                        },
-                        cx,
-                    )
-                    .await?;
-                Ok(out.into_contents(&uri, mime_type.as_deref()))
-            }) as BoxFuture<_>
-        },
-    )
+    Arc::new(move |uri: String, vars: BTreeMap<String, String>, cx: RequestContext| {
+        let handler = handler.clone();
+        let mime_type = mime_type.clone();
+        Box::pin(async move {
+            let params = params_from_vars::<P>(vars)?;
+            let out = handler.call(ResourceRequest { uri: uri.clone(), params }, cx).await?;
+            Ok(out.into_contents(&uri, mime_type.as_deref()))
+        }) as BoxFuture<_>
+    })
 }
 
 fn params_from_vars<P: DeserializeOwned>(vars: BTreeMap<String, String>) -> Result<P, ToolError> {

@@ -59,14 +59,7 @@ pub(crate) fn fingerprint(method: &str, target: &str, arguments: &serde_json::Va
 /// Seals the answers known so far into a state string.
 pub(crate) fn seal(key: &StateKey, fp: String, answers: JsonObject, ttl: Duration) -> String {
     let exp = now() + ttl.as_secs();
-    let body = URL_SAFE_NO_PAD.encode(
-        serde_json::to_vec(&Payload {
-            fp,
-            exp,
-            ans: answers,
-        })
-        .unwrap_or_default(),
-    );
+    let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&Payload { fp, exp, ans: answers }).unwrap_or_default());
     let mut mac = key.mac();
     mac.update(body.as_bytes());
     let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
@@ -76,23 +69,14 @@ pub(crate) fn seal(key: &StateKey, fp: String, answers: JsonObject, ttl: Duratio
 /// Opens a state: checks its seal, that it belongs to this request, and that it has not expired.
 pub(crate) fn open(key: &StateKey, fp: &str, state: &str) -> Result<JsonObject, ErrorObject> {
     let invalid = |why: &str| {
-        ErrorObject::invalid_params(format!(
-            "requestState {why}: retry the original request without requestState"
-        ))
+        ErrorObject::invalid_params(format!("requestState {why}: retry the original request without requestState"))
     };
-    let (body, tag) = state
-        .split_once('.')
-        .ok_or_else(|| invalid("is malformed"))?;
-    let tag = URL_SAFE_NO_PAD
-        .decode(tag)
-        .map_err(|_| invalid("is malformed"))?;
+    let (body, tag) = state.split_once('.').ok_or_else(|| invalid("is malformed"))?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid("is malformed"))?;
     let mut mac = key.mac();
     mac.update(body.as_bytes());
-    mac.verify_slice(&tag)
-        .map_err(|_| invalid("was not issued by this server or was altered"))?;
-    let bytes = URL_SAFE_NO_PAD
-        .decode(body)
-        .map_err(|_| invalid("is malformed"))?;
+    mac.verify_slice(&tag).map_err(|_| invalid("was not issued by this server or was altered"))?;
+    let bytes = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid("is malformed"))?;
     let payload: Payload = serde_json::from_slice(&bytes).map_err(|_| invalid("is malformed"))?;
     if payload.fp != fp {
         return Err(invalid("belongs to a different request"));
@@ -104,9 +88,7 @@ pub(crate) fn open(key: &StateKey, fp: &str, state: &str) -> Result<JsonObject, 
 }
 
 fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -24,9 +24,8 @@ use crate::error::ToolError;
 /// A boxed future, as stored handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-pub(crate) type ErasedToolHandler = Arc<
-    dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync,
->;
+pub(crate) type ErasedToolHandler =
+    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
 
 /// A tool as registered: its name, its definition and compiled input schema (both derived on
 /// first use, so a server with many tools still starts in a blink) and its handler.
@@ -46,14 +45,12 @@ impl ToolEntry {
 
     /// Checks arguments against the input schema; `Err` lists what to fix.
     pub fn check(&self, args: &Value) -> Result<(), Vec<String>> {
-        let compiled = self
-            .schema
-            .get_or_init(|| CompiledSchema::compile(&self.def().input_schema));
+        let compiled = self.schema.get_or_init(|| CompiledSchema::compile(&self.def().input_schema));
         match compiled {
             Ok(schema) => schema.check(args),
-            Err(e) => Err(vec![format!(
-                "the tool's own input schema is invalid ({e}); report this to the server's author"
-            )]),
+            Err(e) => {
+                Err(vec![format!("the tool's own input schema is invalid ({e}); report this to the server's author")])
+            }
         }
     }
 }
@@ -98,19 +95,13 @@ impl IntoToolOutput for &'static str {
 
 impl IntoToolOutput for ContentBlock {
     fn into_result(self) -> CallToolResult {
-        CallToolResult {
-            content: vec![self],
-            ..Default::default()
-        }
+        CallToolResult { content: vec![self], ..Default::default() }
     }
 }
 
 impl IntoToolOutput for Vec<ContentBlock> {
     fn into_result(self) -> CallToolResult {
-        CallToolResult {
-            content: self,
-            ..Default::default()
-        }
+        CallToolResult { content: self, ..Default::default() }
     }
 }
 
@@ -122,9 +113,7 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Json<T> {
                 structured_content: Some(value),
                 ..Default::default()
             },
-            Err(e) => {
-                CallToolResult::error(format!("the tool's output could not be serialized: {e}"))
-            }
+            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
         }
     }
     fn output_schema() -> Option<JsonObject> {
@@ -149,9 +138,7 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Structured<T> {
                 structured_content: Some(value),
                 ..Default::default()
             },
-            Err(e) => {
-                CallToolResult::error(format!("the tool's output could not be serialized: {e}"))
-            }
+            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
         }
     }
     fn output_schema() -> Option<JsonObject> {
@@ -274,8 +261,8 @@ where
     if cfg!(debug_assertions) {
         // Debug builds find a bad schema when the router is built, not at the first call.
         let tool = make_def();
-        let compiled = CompiledSchema::compile(&tool.input_schema)
-            .unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
+        let compiled =
+            CompiledSchema::compile(&tool.input_schema).unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
         let _ = schema.set(Ok(compiled));
         let _ = entry_def.set(tool);
     }
@@ -286,28 +273,14 @@ where
         Box::pin(async move {
             let args: Args = serde_json::from_value(args)
                 .map_err(|e| ToolError::new(format!("Invalid arguments for tool {name}: {e}")))?;
-            handler
-                .call(args, cx)
-                .await
-                .map(IntoToolOutput::into_result)
+            handler.call(args, cx).await.map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
-    ToolEntry {
-        name: tool_name,
-        def: entry_def,
-        make_def,
-        schema,
-        handler,
-    }
+    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler }
 }
 
 fn check_name(name: &str) {
     let valid = (1..=128).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    assert!(
-        valid,
-        "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and ."
-    );
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    assert!(valid, "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and .");
 }

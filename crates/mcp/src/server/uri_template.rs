@@ -28,10 +28,7 @@ impl UriTemplate {
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_owned()));
             }
-            let close = rest[open..]
-                .find('}')
-                .ok_or_else(|| format!("unclosed '{{' in {source:?}"))?
-                + open;
+            let close = rest[open..].find('}').ok_or_else(|| format!("unclosed '{{' in {source:?}"))? + open;
             parts.push(parse_expr(&rest[open + 1..close])?);
             rest = &rest[close + 1..];
         }
@@ -41,10 +38,7 @@ impl UriTemplate {
         if !rest.is_empty() {
             parts.push(Part::Literal(rest.to_owned()));
         }
-        Ok(UriTemplate {
-            source: source.to_owned(),
-            parts,
-        })
+        Ok(UriTemplate { source: source.to_owned(), parts })
     }
 
     /// The template as written.
@@ -76,16 +70,8 @@ fn parse_expr(body: &str) -> Result<Part, String> {
         Some(c @ ('+' | '#' | '/' | '.' | ';' | '?' | '&')) => (Some(c), &body[1..]),
         _ => (None, body),
     };
-    let vars: Vec<String> = names
-        .split(',')
-        .map(|v| v.trim_end_matches('*').to_owned())
-        .collect();
-    if vars.iter().any(|v| {
-        v.is_empty()
-            || !v
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
-    }) {
+    let vars: Vec<String> = names.split(',').map(|v| v.trim_end_matches('*').to_owned()).collect();
+    if vars.iter().any(|v| v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')) {
         return Err(format!("invalid variable list {{{body}}}"));
     }
     Ok(Part::Expr { op, vars })
@@ -97,13 +83,8 @@ fn match_parts(parts: &[Part], input: &str, values: &mut BTreeMap<String, String
         return input.is_empty();
     };
     match first {
-        Part::Literal(lit) => input
-            .strip_prefix(lit.as_str())
-            .is_some_and(|tail| match_parts(rest, tail, values)),
-        Part::Expr {
-            op: Some('?' | '&'),
-            vars,
-        } => match_query(vars, input, rest, values),
+        Part::Literal(lit) => input.strip_prefix(lit.as_str()).is_some_and(|tail| match_parts(rest, tail, values)),
+        Part::Expr { op: Some('?' | '&'), vars } => match_query(vars, input, rest, values),
         Part::Expr { op, vars } => {
             let prefix = match op {
                 Some('/') => "/",
@@ -121,12 +102,8 @@ fn match_parts(parts: &[Part], input: &str, values: &mut BTreeMap<String, String
                 .char_indices()
                 .find(|&(_, c)| !reserved && matches!(c, '/' | '?' | '#' | ','))
                 .map_or(body.len(), |(i, _)| i);
-            let boundaries: Vec<usize> = body[..stop]
-                .char_indices()
-                .map(|(i, _)| i)
-                .chain(std::iter::once(stop))
-                .skip(1)
-                .collect();
+            let boundaries: Vec<usize> =
+                body[..stop].char_indices().map(|(i, _)| i).chain(std::iter::once(stop)).skip(1).collect();
             for &end in boundaries.iter().rev() {
                 let mut trial = values.clone();
                 trial.insert(vars[0].clone(), percent_decode(&body[..end]));
@@ -140,12 +117,7 @@ fn match_parts(parts: &[Part], input: &str, values: &mut BTreeMap<String, String
     }
 }
 
-fn match_query(
-    vars: &[String],
-    input: &str,
-    rest: &[Part],
-    values: &mut BTreeMap<String, String>,
-) -> bool {
+fn match_query(vars: &[String], input: &str, rest: &[Part], values: &mut BTreeMap<String, String>) -> bool {
     let query = input.strip_prefix(['?', '&']).unwrap_or("");
     let (query, tail) = query.split_at(query.find('#').unwrap_or(query.len()));
     for pair in query.split('&').filter(|p| !p.is_empty()) {

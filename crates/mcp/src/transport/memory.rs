@@ -29,10 +29,7 @@ pub fn connect_with(router: Router, options: ServeOptions) -> MemoryPeer {
         }
     });
     let (reader, writer) = tokio::io::split(client);
-    MemoryPeer {
-        reader: BufReader::new(reader),
-        writer,
-    }
+    MemoryPeer { reader: BufReader::new(reader), writer }
 }
 
 impl MemoryPeer {
@@ -54,9 +51,7 @@ impl MemoryPeer {
         if self.reader.read_line(&mut line).await? == 0 {
             return Ok(None);
         }
-        serde_json::from_str(&line)
-            .map(Some)
-            .map_err(std::io::Error::other)
+        serde_json::from_str(&line).map(Some).map_err(std::io::Error::other)
     }
 
     /// Closes the client's sending side (end of input for the server).

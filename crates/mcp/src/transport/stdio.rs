@@ -125,11 +125,7 @@ impl Pipe {
 }
 
 impl AsyncRead for Pipe {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             // SAFETY: the kernel writes at most `unfilled.len()` bytes into this uninitialized
@@ -137,9 +133,7 @@ impl AsyncRead for Pipe {
             // zeroing first matters: the buffer is 64 KiB and this runs once per message.
             let unfilled = unsafe { buf.unfilled_mut() };
             let result = guard.try_io(|fd| {
-                let n = unsafe {
-                    libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len())
-                };
+                let n = unsafe { libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) };
                 if n < 0 {
                     Err(io::Error::last_os_error())
                 } else {
@@ -161,11 +155,7 @@ impl AsyncRead for Pipe {
 }
 
 impl AsyncWrite for Pipe {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         loop {
             let mut guard = ready!(self.fd.poll_write_ready(cx))?;
             let result = guard.try_io(|fd| {

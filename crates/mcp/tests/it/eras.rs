@@ -18,10 +18,7 @@ async fn initialize_negotiates_the_clients_version_or_our_newest_legacy_one() {
         let r = peer.initialize(asked).await;
         assert_eq!(r["result"]["protocolVersion"], got, "asked {asked}");
         assert_eq!(r["result"]["serverInfo"]["name"], "test-server");
-        assert!(
-            r["result"].get("resultType").is_none(),
-            "legacy results carry no resultType"
-        );
+        assert!(r["result"].get("resultType").is_none(), "legacy results carry no resultType");
     }
 }
 
@@ -29,7 +26,13 @@ async fn initialize_negotiates_the_clients_version_or_our_newest_legacy_one() {
 async fn a_second_initialize_is_refused() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
-    let r = peer.request(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})).await;
+    let r = peer
+        .request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+        )
+        .await;
     assert_eq!(r["error"]["code"], -32600);
 }
 
@@ -38,10 +41,7 @@ async fn requests_before_initialize_without_meta_are_refused_but_ping_works() {
     let mut peer = Peer::new(router());
     let r = peer.request(1, "tools/list", json!({})).await;
     assert_eq!(r["error"]["code"], -32602);
-    assert!(r["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("initialize"));
+    assert!(r["error"]["message"].as_str().unwrap().contains("initialize"));
     let r = peer.request(2, "ping", json!({})).await;
     assert!(r.get("error").is_some() || r["result"] == json!({}));
 }
@@ -53,23 +53,11 @@ async fn modern_discover_then_call_without_initialize() {
     let result = &r["result"];
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["supportedVersions"][0], "2026-07-28");
-    assert!(result["supportedVersions"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("2024-11-05")));
-    assert_eq!(
-        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-        "test-server"
-    );
+    assert!(result["supportedVersions"].as_array().unwrap().contains(&json!("2024-11-05")));
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server");
     assert!(result["ttlMs"].is_i64() || result["ttlMs"].is_u64());
     assert_eq!(result["cacheScope"], "private");
-    let r = peer
-        .request(
-            2,
-            "tools/call",
-            modern(json!({"name": "echo", "arguments": {"text": "hi"}})),
-        )
-        .await;
+    let r = peer.request(2, "tools/call", modern(json!({"name": "echo", "arguments": {"text": "hi"}}))).await;
     assert_eq!(r["result"]["content"][0]["text"], "hi");
     assert_eq!(r["result"]["resultType"], "complete");
     let r = peer.request(3, "tools/list", modern(json!({}))).await;
@@ -88,52 +76,25 @@ async fn modern_errors_missing_meta_unsupported_version_removed_methods() {
     let r = peer.request(3, "tools/list", old).await;
     assert_eq!(r["error"]["code"], -32022);
     assert_eq!(r["error"]["data"]["requested"], "1900-01-01");
-    assert!(r["error"]["data"]["supported"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("2026-07-28")));
+    assert!(r["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
     let r = peer.request(4, "ping", modern(json!({}))).await;
-    assert_eq!(
-        r["error"]["code"], -32601,
-        "ping does not exist in 2026-07-28"
-    );
+    assert_eq!(r["error"]["code"], -32601, "ping does not exist in 2026-07-28");
     let bad_level = modern(json!({}));
     let mut bad_level = bad_level;
     bad_level["_meta"]["io.modelcontextprotocol/logLevel"] = json!("loud");
     let r = peer.request(5, "tools/list", bad_level).await;
     assert_eq!(r["error"]["code"], -32602);
-    let r = peer
-        .request(
-            6,
-            "resources/read",
-            modern(json!({"uri": "test://missing"})),
-        )
-        .await;
-    assert_eq!(
-        r["error"]["code"], -32602,
-        "2026-07-28 reports a missing resource as -32602"
-    );
+    let r = peer.request(6, "resources/read", modern(json!({"uri": "test://missing"}))).await;
+    assert_eq!(r["error"]["code"], -32602, "2026-07-28 reports a missing resource as -32602");
 }
 
 #[tokio::test]
 async fn both_eras_share_one_connection() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-06-18").await;
-    let legacy = peer
-        .request(
-            1,
-            "tools/call",
-            json!({"name": "echo", "arguments": {"text": "a"}}),
-        )
-        .await;
+    let legacy = peer.request(1, "tools/call", json!({"name": "echo", "arguments": {"text": "a"}})).await;
     assert!(legacy["result"].get("resultType").is_none());
-    let modern_r = peer
-        .request(
-            2,
-            "tools/call",
-            modern(json!({"name": "echo", "arguments": {"text": "b"}})),
-        )
-        .await;
+    let modern_r = peer.request(2, "tools/call", modern(json!({"name": "echo", "arguments": {"text": "b"}}))).await;
     assert_eq!(modern_r["result"]["resultType"], "complete");
 }
 
@@ -142,18 +103,14 @@ async fn progress_and_log_messages_follow_each_eras_rules() {
     // Legacy: logging/setLevel for the session, progress by token.
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
-    peer.request(1, "logging/setLevel", json!({"level": "info"}))
-        .await;
+    peer.request(1, "logging/setLevel", json!({"level": "info"})).await;
     let call = json!({"name": "sleep", "arguments": {"ms": 30}, "_meta": {"progressToken": "p1"}});
-    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
-        .await;
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})).await;
     let (mut progress, mut logs) = (Vec::new(), 0);
     loop {
         let m = peer.recv().await;
         match m["method"].as_str() {
-            Some("notifications/progress") => {
-                progress.push(m["params"]["progress"].as_f64().unwrap())
-            }
+            Some("notifications/progress") => progress.push(m["params"]["progress"].as_f64().unwrap()),
             Some("notifications/message") => logs += 1,
             _ => {
                 assert_eq!(m["id"], 2);
@@ -168,8 +125,7 @@ async fn progress_and_log_messages_follow_each_eras_rules() {
     let mut peer = Peer::new(router());
     let mut params = modern(json!({"name": "sleep", "arguments": {"ms": 20}}));
     params["_meta"]["progressToken"] = json!(5);
-    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params.clone()}))
-        .await;
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params.clone()})).await;
     let mut methods = Vec::new();
     loop {
         let m = peer.recv().await;
@@ -178,17 +134,10 @@ async fn progress_and_log_messages_follow_each_eras_rules() {
         }
         methods.push(m["method"].as_str().unwrap().to_owned());
     }
-    assert_eq!(
-        methods,
-        ["notifications/progress", "notifications/progress"]
-    );
+    assert_eq!(methods, ["notifications/progress", "notifications/progress"]);
     params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
-    params["_meta"]
-        .as_object_mut()
-        .unwrap()
-        .remove("progressToken");
-    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}))
-        .await;
+    params["_meta"].as_object_mut().unwrap().remove("progressToken");
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})).await;
     let mut methods = Vec::new();
     loop {
         let m = peer.recv().await;
@@ -210,7 +159,6 @@ async fn batches_only_in_2025_03_26() {
     assert_eq!(items.len(), 2);
     let mut peer = Peer::new(router());
     peer.initialize("2025-06-18").await;
-    peer.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
-        .await;
+    peer.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).await;
     assert_eq!(peer.recv().await["error"]["code"], -32600);
 }

@@ -12,19 +12,13 @@ async fn legacy_elicitation_is_a_request_to_the_client() {
     for answer in [true, false] {
         let ask = peer.recv().await;
         assert_eq!(ask["method"], "elicitation/create");
-        assert_eq!(
-            ask["params"]["requestedSchema"]["properties"]["ok"]["type"],
-            "boolean"
-        );
+        assert_eq!(ask["params"]["requestedSchema"]["properties"]["ok"]["type"], "boolean");
         let id = ask["id"].clone();
         peer.send(json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"ok": answer}}})).await;
     }
     let r = peer.recv().await;
     assert_eq!(r["id"], 1);
-    assert_eq!(
-        r["result"]["content"][0]["text"],
-        "Accepted(Confirm { ok: true }) Accepted(Confirm { ok: false })"
-    );
+    assert_eq!(r["result"]["content"][0]["text"], "Accepted(Confirm { ok: true }) Accepted(Confirm { ok: false })");
 }
 
 #[tokio::test]
@@ -36,12 +30,7 @@ async fn modern_elicitation_is_input_required_then_a_retry() {
     let r = peer.request(1, "tools/call", base.clone()).await;
     let result = &r["result"];
     assert_eq!(result["resultType"], "input_required");
-    let (key, request) = result["inputRequests"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .next()
-        .unwrap();
+    let (key, request) = result["inputRequests"].as_object().unwrap().iter().next().unwrap();
     assert_eq!(request["method"], "elicitation/create");
     let state = result["requestState"].as_str().unwrap().to_owned();
     // Round 2: answer it; the server asks the second.
@@ -50,13 +39,7 @@ async fn modern_elicitation_is_input_required_then_a_retry() {
     retry["requestState"] = Value::String(state);
     let r = peer.request(2, "tools/call", retry).await;
     assert_eq!(r["result"]["resultType"], "input_required");
-    let key2 = r["result"]["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
+    let key2 = r["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
     assert_ne!(&key2, key);
     let state2 = r["result"]["requestState"].as_str().unwrap().to_owned();
     // Round 3: answer the second; the first answer travels sealed in the state.
@@ -65,32 +48,18 @@ async fn modern_elicitation_is_input_required_then_a_retry() {
     retry["requestState"] = Value::String(state2.clone());
     let r = peer.request(3, "tools/call", retry).await;
     assert_eq!(r["result"]["resultType"], "complete");
-    assert_eq!(
-        r["result"]["content"][0]["text"],
-        "Accepted(Confirm { ok: true }) Declined"
-    );
+    assert_eq!(r["result"]["content"][0]["text"], "Accepted(Confirm { ok: true }) Declined");
     // A forged state, or one replayed against other arguments, is refused.
     let mut forged = base.clone();
     forged["requestState"] = json!(format!("x{state2}"));
-    assert_eq!(
-        peer.request(4, "tools/call", forged).await["error"]["code"],
-        -32602
-    );
+    assert_eq!(peer.request(4, "tools/call", forged).await["error"]["code"], -32602);
 }
 
 #[tokio::test]
 async fn elicitation_without_the_capability_is_refused() {
     let mut peer = Peer::new(router());
-    let r = peer
-        .request(
-            1,
-            "tools/call",
-            modern_with(json!({"name": "confirm_twice", "arguments": {}}), json!({})),
-        )
-        .await;
+    let r =
+        peer.request(1, "tools/call", modern_with(json!({"name": "confirm_twice", "arguments": {}}), json!({}))).await;
     assert_eq!(r["error"]["code"], -32021);
-    assert_eq!(
-        r["error"]["data"]["requiredCapabilities"],
-        json!({"elicitation": {}})
-    );
+    assert_eq!(r["error"]["data"]["requiredCapabilities"], json!({"elicitation": {}}));
 }

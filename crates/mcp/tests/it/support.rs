@@ -36,63 +36,35 @@ pub fn router() -> Router {
     Router::new()
         .info("test-server", "1.0.0")
         .page_size(2)
-        .tool("echo", "Echo.", |a: Echo, _cx: RequestContext| async move {
-            Ok::<_, ToolError>(a.text)
+        .tool("echo", "Echo.", |a: Echo, _cx: RequestContext| async move { Ok::<_, ToolError>(a.text) })
+        .tool("fail", "Fails.", |_: NoArgs, _cx: RequestContext| async move {
+            Err::<String, _>(ToolError::new("the backend is down; try again later"))
         })
-        .tool(
-            "fail",
-            "Fails.",
-            |_: NoArgs, _cx: RequestContext| async move {
-                Err::<String, _>(ToolError::new("the backend is down; try again later"))
-            },
-        )
-        .tool(
-            "panic",
-            "Panics.",
-            |_: NoArgs, _cx: RequestContext| async move {
-                if true {
-                    panic!("boom");
-                }
-                Ok::<String, ToolError>(String::new())
-            },
-        )
-        .tool(
-            "sleep",
-            "Sleeps, reporting progress.",
-            |a: Sleep, cx: RequestContext| async move {
-                for i in 0..a.ms / 10 {
-                    cx.progress(i as f64, Some((a.ms / 10) as f64), Some("sleeping"))
-                        .await;
-                    cx.log(LoggingLevel::Info, Some("sleep"), json!({"step": i}))
-                        .await;
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Ok::<_, ToolError>(format!("slept {} ms", a.ms))
-            },
-        )
-        .tool(
-            "weather",
-            "Structured.",
-            |_: NoArgs, _cx: RequestContext| async move {
-                Ok::<_, ToolError>(Json(Weather { celsius: 21.5 }))
-            },
-        )
-        .tool(
-            "confirm_twice",
-            "Asks twice.",
-            |_: NoArgs, cx: RequestContext| async move {
-                let first = cx.elicit::<Confirm>("First?").await?;
-                let second = cx.elicit::<Confirm>("Second?").await?;
-                Ok::<_, ToolError>(format!("{first:?} {second:?}"))
-            },
-        )
-        .resource(
-            "test://static",
-            "static",
-            |_r: ResourceRequest, _cx: RequestContext| async move {
-                Ok::<_, ToolError>("static text".to_owned())
-            },
-        )
+        .tool("panic", "Panics.", |_: NoArgs, _cx: RequestContext| async move {
+            if true {
+                panic!("boom");
+            }
+            Ok::<String, ToolError>(String::new())
+        })
+        .tool("sleep", "Sleeps, reporting progress.", |a: Sleep, cx: RequestContext| async move {
+            for i in 0..a.ms / 10 {
+                cx.progress(i as f64, Some((a.ms / 10) as f64), Some("sleeping")).await;
+                cx.log(LoggingLevel::Info, Some("sleep"), json!({"step": i})).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok::<_, ToolError>(format!("slept {} ms", a.ms))
+        })
+        .tool("weather", "Structured.", |_: NoArgs, _cx: RequestContext| async move {
+            Ok::<_, ToolError>(Json(Weather { celsius: 21.5 }))
+        })
+        .tool("confirm_twice", "Asks twice.", |_: NoArgs, cx: RequestContext| async move {
+            let first = cx.elicit::<Confirm>("First?").await?;
+            let second = cx.elicit::<Confirm>("Second?").await?;
+            Ok::<_, ToolError>(format!("{first:?} {second:?}"))
+        })
+        .resource("test://static", "static", |_r: ResourceRequest, _cx: RequestContext| async move {
+            Ok::<_, ToolError>("static text".to_owned())
+        })
         .resource_template(
             "test://items/{id}",
             "item",
@@ -100,13 +72,9 @@ pub fn router() -> Router {
                 Ok::<_, ToolError>(format!("item {}", r.params.id))
             },
         )
-        .prompt(
-            "greet",
-            "Greets.",
-            |a: GreetArgs, _cx: RequestContext| async move {
-                Ok::<_, ToolError>(format!("Hello {}", a.name))
-            },
-        )
+        .prompt("greet", "Greets.", |a: GreetArgs, _cx: RequestContext| async move {
+            Ok::<_, ToolError>(format!("Hello {}", a.name))
+        })
 }
 
 #[derive(Deserialize)]
@@ -126,9 +94,7 @@ pub struct Peer {
 
 impl Peer {
     pub fn new(router: Router) -> Self {
-        Peer {
-            inner: connect(router),
-        }
+        Peer { inner: connect(router) }
     }
 
     pub async fn send(&mut self, message: Value) {
@@ -155,8 +121,7 @@ impl Peer {
     }
 
     pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
         loop {
             let msg = self.recv().await;
             if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
@@ -168,8 +133,7 @@ impl Peer {
     pub async fn initialize(&mut self, version: &str) -> Value {
         let params = json!({"protocolVersion": version, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}});
         let r = self.request(0, "initialize", params).await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         r
     }
 }

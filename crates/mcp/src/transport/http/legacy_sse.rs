@@ -1,0 +1,85 @@
+//! The 2024-11-05 HTTP+SSE transport: GET opens an event stream whose first event, `endpoint`,
+//! names the URL to POST messages to; answers come back on the stream. Each such connection runs
+//! the same engine as stdio over an in-process pipe.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+
+use super::{plain, sse, Body, Shared};
+use crate::engine::{serve_connection, ServeOptions};
+
+type Writer = Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>;
+
+/// Open HTTP+SSE connections by session id.
+pub(crate) struct Table {
+    map: Arc<Mutex<HashMap<String, Writer>>>,
+    max: usize,
+}
+
+impl Table {
+    pub fn new(max: usize) -> Self {
+        Table { map: Arc::new(Mutex::new(HashMap::new())), max }
+    }
+}
+
+/// GET: opens a connection.
+pub(crate) fn open(shared: &Arc<Shared>) -> Response<Body> {
+    if shared.old_sse.map.lock().unwrap().len() >= shared.old_sse.max {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections");
+    }
+    let mut id_bytes = [0u8; 16];
+    getrandom::fill(&mut id_bytes).expect("random source");
+    let id: String = id_bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server);
+    let (client_read, client_write) = tokio::io::split(client);
+    let router = shared.router.clone();
+    tokio::spawn(async move {
+        let _ = serve_connection(router, server_read, server_write, ServeOptions::default()).await;
+    });
+    shared.old_sse.map.lock().unwrap().insert(id.clone(), Arc::new(tokio::sync::Mutex::new(client_write)));
+    let endpoint = format!("event: endpoint\ndata: {}?sessionId={id}\n\n", shared.config.path);
+    struct Remove(Arc<Mutex<HashMap<String, Writer>>>, String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            self.0.lock().unwrap().remove(&self.1);
+        }
+    }
+    let remove = Remove(shared.old_sse.map.clone(), id);
+    let lines = BufReader::new(client_read).lines();
+    let state = (lines, Some(Bytes::from(endpoint)), remove);
+    let body = futures_util::stream::unfold(state, |(mut lines, first, remove)| async move {
+        if let Some(first) = first {
+            return Some((Ok(Frame::data(first)), (lines, None, remove)));
+        }
+        let line = lines.next_line().await.ok()??;
+        let event = Bytes::from(format!("event: message\ndata: {line}\n\n"));
+        Some((Ok(Frame::data(event)), (lines, None, remove)))
+    });
+    super::post::sse_response(StreamBody::new(body).boxed_unsync())
+}
+
+/// POST `?sessionId=`: one message for a connection; answers go on its stream.
+pub(crate) async fn post(shared: &Arc<Shared>, id: &str, body: &[u8]) -> Response<Body> {
+    let writer = shared.old_sse.map.lock().unwrap().get(id).cloned();
+    let Some(writer) = writer else { return plain(StatusCode::NOT_FOUND, "unknown sessionId") };
+    // One message per line: re-encode so embedded newlines cannot split it.
+    let line = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => v.to_string(),
+        Err(_) => String::from_utf8_lossy(body).replace(['\n', '\r'], " "),
+    };
+    let mut w = writer.lock().await;
+    if w.write_all(line.as_bytes()).await.is_err() || w.write_all(b"\n").await.is_err() {
+        return plain(StatusCode::NOT_FOUND, "the connection is closed");
+    }
+    let _ = w.flush().await;
+    let mut r = Response::new(sse::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}

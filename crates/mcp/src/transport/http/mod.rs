@@ -1,0 +1,240 @@
+//! Streamable HTTP, every era on one endpoint, as a [`tower_service::Service`] over
+//! `http::Request` (so it mounts in axum or bare hyper), plus [`serve`] to run it on an address.
+//!
+//! - 2026-07-28: stateless POST; headers checked against the body; a JSON answer, or an SSE
+//!   stream when the request emits notifications first; closing that stream cancels the request.
+//! - 2025-03-26 to 2025-11-25: `initialize` opens a session (`Mcp-Session-Id`); POST answers JSON
+//!   or SSE (with a priming event and `retry:`; a cut stream resumes with `Last-Event-ID`); GET
+//!   opens the session's stream; DELETE ends it; an unknown session is 404.
+//! - 2024-11-05: GET without a session opens the old HTTP+SSE transport (`endpoint` event, then
+//!   messages POSTed to `?sessionId=`).
+//!
+//! Safe by default: Host and Origin checked on loopback, bounded bodies, a bounded session table
+//! with an idle reaper.
+
+mod events;
+mod legacy_sse;
+mod post;
+mod security;
+mod sessions;
+mod sse;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use mcp_types::jsonrpc::JsonRpcError;
+use mcp_types::{ErrorCode, ErrorObject};
+
+use crate::server::Router;
+use sessions::SessionTable;
+pub use sse::Body;
+
+/// Settings of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Accept only loopback `Host` and `Origin` values (on by default when bound to loopback).
+    pub loopback_only: bool,
+    /// Extra allowed `Host` values (`host` or `host:port`; `*` for any).
+    pub allowed_hosts: Vec<String>,
+    /// Extra allowed `Origin` values (`scheme://host:port`; `*` for any).
+    pub allowed_origins: Vec<String>,
+    /// Behind a reverse proxy: take the host from `X-Forwarded-Host`.
+    pub trust_proxy: bool,
+    /// The largest request body, in bytes (default 4 MiB).
+    pub max_body: usize,
+    /// The most live legacy sessions (default 10,000).
+    pub max_sessions: usize,
+    /// Sessions idle this long are ended (default 10 minutes).
+    pub session_idle: Duration,
+    /// Never stream: every request gets one JSON response (notifications are dropped).
+    pub json_only: bool,
+    /// `retry:` sent with priming events, in milliseconds.
+    pub sse_retry_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".into(),
+            loopback_only: true,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            trust_proxy: false,
+            max_body: 4 * 1024 * 1024,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(600),
+            json_only: false,
+            sse_retry_ms: 1000,
+        }
+    }
+}
+
+/// The MCP endpoint as a service.
+#[derive(Clone)]
+pub struct McpService {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub router: Router,
+    pub config: HttpConfig,
+    pub sessions: Arc<SessionTable>,
+    pub old_sse: legacy_sse::Table,
+}
+
+impl McpService {
+    /// A service for `router`; call from within a tokio runtime (it starts the session reaper).
+    pub fn new(router: Router, config: HttpConfig) -> Self {
+        let sessions = Arc::new(SessionTable::new(config.max_sessions, config.session_idle));
+        sessions.spawn_reaper();
+        let old_sse = legacy_sse::Table::new(config.max_sessions);
+        McpService { shared: Arc::new(Shared { router, config, sessions, old_sse }) }
+    }
+
+    /// How many legacy sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.shared.sessions.len()
+    }
+
+    /// Handles one request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let shared = self.shared.clone();
+        if request.uri().path() != shared.config.path && request.uri().path() != "/sse" {
+            return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is elsewhere");
+        }
+        if let Err(refusal) = security::check_host_and_origin(&shared.config, request.headers()) {
+            return rpc_error(refusal.status, None, ErrorObject::invalid_request(refusal.message));
+        }
+        match *request.method() {
+            Method::POST => {
+                let (parts, body) = request.into_parts();
+                match read_body(body, shared.config.max_body).await {
+                    Ok(bytes) => post::handle(shared, parts, bytes).await,
+                    Err(response) => response,
+                }
+            }
+            Method::GET => post::get(shared, request.into_parts().0).await,
+            Method::DELETE => post::delete(shared, request.into_parts().0),
+            _ => {
+                let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
+                r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                r
+            }
+        }
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let service = self.clone();
+        Box::pin(async move { Ok(service.handle(request).await) })
+    }
+}
+
+async fn read_body<B>(body: B, max: usize) -> Result<Bytes, Response<Body>>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limited = http_body_util::Limited::new(body, max);
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            ErrorObject::invalid_request(format!("the request body exceeds {max} bytes")),
+        )),
+        Err(e) => Err(plain(StatusCode::BAD_REQUEST, &format!("could not read the request body: {e}"))),
+    }
+}
+
+pub(crate) fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut r = Response::new(sse::full(text.to_owned()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+pub(crate) fn json(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(sse::full(bytes));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+pub(crate) fn rpc_error(status: StatusCode, id: Option<mcp_types::RequestId>, error: ErrorObject) -> Response<Body> {
+    json(status, serde_json::to_vec(&JsonRpcError::new(id, error)).unwrap_or_default())
+}
+
+/// The HTTP status of a 2026-07-28 admission error.
+pub(crate) fn modern_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// Serves `router` over Streamable HTTP at `addr` (path `/mcp`) until the process ends.
+pub async fn serve(router: Router, addr: &str) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..HttpConfig::default() };
+    tracing::info!("serving MCP on http://{local}/mcp");
+    eprintln!("serving MCP on http://{local}/mcp");
+    serve_listener(listener, McpService::new(router, config)).await
+}
+
+/// Serves `service` on an already bound listener.
+pub async fn serve_listener(listener: tokio::net::TcpListener, service: McpService) -> std::io::Result<()> {
+    loop {
+        let (stream, _peer): (tokio::net::TcpStream, SocketAddr) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let hyper_service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                let service = service.clone();
+                async move { Ok::<_, Infallible>(service.handle(request).await) }
+            });
+            if let Err(e) =
+                hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(io, hyper_service).await
+            {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+}

@@ -1,0 +1,412 @@
+//! POST, GET and DELETE on the MCP endpoint.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use mcp_types::jsonrpc::{Envelope, MessageKind};
+use mcp_types::utilities::CancelledParams;
+use mcp_types::version::ProtocolVersion;
+use mcp_types::{meta, ErrorCode, ErrorObject, RequestId};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::events::EventStream;
+use super::sessions::HttpSession;
+use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared};
+use crate::engine::connection::{forward_changes, response_bytes};
+use crate::engine::outbox::{Outbox, OutboxReceiver};
+use crate::engine::session::Session;
+use crate::server::era::{self, Admitted};
+
+const SESSION: &str = "mcp-session-id";
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// POST: one JSON-RPC message (or, in 2025-03-26 sessions, a batch).
+pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Response<Body> {
+    if let Some(id) = parts.uri.query().and_then(|q| q.strip_prefix("sessionId=")) {
+        return super::legacy_sse::post(&shared, id, &body).await;
+    }
+    for check in [security::check_content_type(&parts.headers), security::check_post_accept(&parts.headers)] {
+        if let Err(refusal) = check {
+            return rpc_error(refusal.status, None, ErrorObject::invalid_request(refusal.message));
+        }
+    }
+    let session = match header(&parts.headers, SESSION) {
+        Some(id) => match shared.sessions.get(id) {
+            Some(s) => Some(s),
+            None => {
+                return rpc_error(
+                    StatusCode::NOT_FOUND,
+                    None,
+                    ErrorObject::invalid_request("Session not found: initialize again"),
+                )
+            }
+        },
+        None => None,
+    };
+    if let Some(version) = header(&parts.headers, "mcp-protocol-version") {
+        if session.is_some() && !ProtocolVersion::LEGACY.contains(&version) {
+            let e = ErrorObject::invalid_request(format!("unsupported MCP-Protocol-Version {version:?}"));
+            return rpc_error(StatusCode::BAD_REQUEST, None, e);
+        }
+    }
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return batch(shared, session, &body).await;
+    }
+    let envelope = match serde_json::from_slice::<Envelope>(&body) {
+        Ok(e) => e,
+        Err(e) => {
+            return rpc_error(StatusCode::BAD_REQUEST, None, ErrorObject::parse_error(format!("Parse error: {e}")))
+        }
+    };
+    match envelope.kind() {
+        Ok(MessageKind::Request { id, method, params }) => {
+            request(&shared, &parts.headers, session, id, &method, params).await
+        }
+        Ok(MessageKind::Notification { method, params }) => {
+            if method == "notifications/cancelled" {
+                cancel(session.as_deref(), params);
+            }
+            accepted()
+        }
+        Ok(MessageKind::Result { id, result }) => {
+            if let Some(s) = &session {
+                s.session.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)));
+            }
+            accepted()
+        }
+        Ok(MessageKind::Error { id, error }) => {
+            if let (Some(s), Some(id)) = (&session, id) {
+                s.session.resolve(&id, Err(error));
+            }
+            accepted()
+        }
+        Err(invalid) => rpc_error(StatusCode::BAD_REQUEST, invalid.id, ErrorObject::invalid_request(invalid.reason)),
+    }
+}
+
+fn accepted() -> Response<Body> {
+    let mut r = Response::new(sse::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
+
+fn cancel(session: Option<&HttpSession>, params: Option<&RawValue>) {
+    let Some(session) = session else { return };
+    let Some(Ok(p)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else { return };
+    if let Some(token) = p.request_id.and_then(|id| session.inflight.lock().unwrap().remove(&id)) {
+        token.cancel();
+    }
+}
+
+fn has_modern_meta(params: Option<&RawValue>) -> bool {
+    params.is_some_and(|p| p.get().contains(meta::PROTOCOL_VERSION))
+}
+
+async fn request(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    session: Option<Arc<HttpSession>>,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Response<Body> {
+    let modern = has_modern_meta(params);
+    if method == "initialize" && !modern {
+        return initialize(shared, id, params);
+    }
+    if modern {
+        if let Err(e) = check_modern_headers(headers, method, params) {
+            return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
+        }
+    }
+    let token = CancellationToken::new();
+    let (outbox, rx) = Outbox::channel(64);
+    let legacy = if modern { None } else { session.as_ref().map(|s| &s.session) };
+    if !modern && legacy.is_none() {
+        let e = ErrorObject::invalid_request(
+            "Bad Request: no Mcp-Session-Id header; send initialize first, or use 2026-07-28 per-request _meta",
+        );
+        return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
+    }
+    let Admitted { cx, modern } = match era::admit(method, id.clone(), params, legacy, outbox, token.clone()) {
+        Ok(admitted) => admitted,
+        Err(e) if modern => return rpc_error(modern_status(e.code), Some(id), e),
+        Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
+    };
+    let session = if modern { None } else { session };
+    if let Some(s) = &session {
+        s.inflight.lock().unwrap().insert(id.clone(), token.clone());
+    }
+    let router = shared.router.clone();
+    let method = method.to_owned();
+    let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
+    let task_token = token.clone();
+    let task_id = id.clone();
+    let task_session = session.clone();
+    let task = tokio::spawn(async move {
+        let result = tokio::select! {
+            r = router.handle(&method, params.as_deref(), &cx, modern) => Some(r),
+            _ = task_token.cancelled() => None,
+        };
+        if let Some(s) = &task_session {
+            s.inflight.lock().unwrap().remove(&task_id);
+        }
+        result.filter(|_| !task_token.is_cancelled()).map(|r| response_bytes(&task_id, r))
+    });
+    respond(shared, session, modern, rx, task, token).await
+}
+
+/// Answers with JSON when the result comes before any other message, else with SSE.
+async fn respond(
+    shared: &Arc<Shared>,
+    session: Option<Arc<HttpSession>>,
+    modern: bool,
+    mut rx: OutboxReceiver,
+    mut task: tokio::task::JoinHandle<Option<Vec<u8>>>,
+    token: CancellationToken,
+) -> Response<Body> {
+    if shared.config.json_only {
+        let drain = async { while rx.recv().await.is_some() {} };
+        let result = tokio::select! { r = &mut task => r, _ = drain => (&mut task).await };
+        return match result {
+            Ok(Some(bytes)) => json(StatusCode::OK, bytes),
+            _ => accepted(),
+        };
+    }
+    let first = tokio::select! {
+        biased;
+        message = rx.recv() => message,
+        result = &mut task => {
+            if let Ok(message) = rx.try_recv() {
+                Some(message) // notifications raced the result: stream them first
+            } else {
+                return match result {
+                    Ok(Some(bytes)) => json(StatusCode::OK, bytes),
+                    _ => accepted(),
+                };
+            }
+        }
+    };
+    let stream = Arc::new(EventStream::default());
+    let prefix = session.as_ref().map(|s| s.add_stream(stream.clone()).to_string());
+    tokio::spawn(pump(stream.clone(), first, rx, task));
+    let priming = prefix.as_ref().map(|p| sse::priming(&format!("{p}-0"), shared.config.sse_retry_ms));
+    let body = sse::follow(stream, prefix, 0, priming, modern.then_some(token));
+    sse_response(body)
+}
+
+/// Moves a request's messages and then its response into its event stream.
+async fn pump(
+    stream: Arc<EventStream>,
+    first: Option<Vec<u8>>,
+    mut rx: OutboxReceiver,
+    mut task: tokio::task::JoinHandle<Option<Vec<u8>>>,
+) {
+    let push = |message: Vec<u8>| {
+        if message.is_empty() {
+            stream.cut(); // the handler asked to close the connection (SSE polling)
+        } else {
+            stream.push(message);
+        }
+    };
+    if let Some(message) = first {
+        push(message);
+    }
+    let result = loop {
+        tokio::select! {
+            biased;
+            message = rx.recv() => match message {
+                Some(message) => push(message),
+                None => break (&mut task).await,
+            },
+            result = &mut task => break result,
+        }
+    };
+    while let Ok(message) = rx.try_recv() {
+        push(message);
+    }
+    if let Ok(Some(bytes)) = result {
+        stream.push(bytes);
+    }
+    stream.finish();
+}
+
+pub(crate) fn sse_response(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+fn initialize(shared: &Arc<Shared>, id: RequestId, params: Option<&RawValue>) -> Response<Body> {
+    let (params, result) = match era::initialize(&shared.router, params) {
+        Ok(ok) => ok,
+        Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
+    };
+    let (outbox, rx) = Outbox::channel(256);
+    let session =
+        Arc::new(Session::new(result.protocol_version.clone(), params.capabilities, params.client_info, outbox));
+    let forwarder = tokio::spawn(forward_changes(shared.router.clone(), session.clone()));
+    let Some(entry) = shared.sessions.insert(session, rx, forwarder) else {
+        let e = ErrorObject::internal("too many sessions: try again later");
+        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
+    };
+    let bytes = response_bytes(&id, serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string())));
+    let mut r = json(StatusCode::OK, bytes);
+    if let Ok(v) = HeaderValue::from_str(&entry.id) {
+        r.headers_mut().insert(SESSION, v);
+    }
+    r
+}
+
+/// 2026-07-28: the request-metadata headers must be present and match the body.
+fn check_modern_headers(headers: &HeaderMap, method: &str, params: Option<&RawValue>) -> Result<(), ErrorObject> {
+    let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
+    let body: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
+    let version = body["_meta"][meta::PROTOCOL_VERSION].as_str().unwrap_or("");
+    match header(headers, "mcp-protocol-version") {
+        Some(h) if h == version => {}
+        Some(h) => return Err(mismatch(format!("MCP-Protocol-Version header {h:?} does not match body {version:?}"))),
+        None => return Err(mismatch("the MCP-Protocol-Version header is required".into())),
+    }
+    match header(headers, "mcp-method") {
+        Some(h) if h == method => {}
+        Some(h) => return Err(mismatch(format!("Mcp-Method header {h:?} does not match body method {method:?}"))),
+        None => return Err(mismatch("the Mcp-Method header is required".into())),
+    }
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let expected = body[field].as_str().unwrap_or("");
+        match header(headers, "mcp-name").map(decode_header_value) {
+            Some(Some(h)) if h == expected => {}
+            Some(Some(h)) => {
+                return Err(mismatch(format!("Mcp-Name header value {h:?} does not match body value {expected:?}")))
+            }
+            Some(None) => return Err(mismatch("the Mcp-Name header is not valid base64".into())),
+            None => return Err(mismatch("the Mcp-Name header is required".into())),
+        }
+    }
+    Ok(())
+}
+
+/// Header values that are not plain ASCII travel as `=?base64?...?=`.
+fn decode_header_value(value: &str) -> Option<String> {
+    use base64::Engine as _;
+    match value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) {
+        Some(encoded) => {
+            base64::engine::general_purpose::STANDARD.decode(encoded).ok().and_then(|b| String::from_utf8(b).ok())
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// JSON-RPC batches: 2025-03-26 sessions only.
+async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u8]) -> Response<Body> {
+    let allowed = session.as_ref().is_some_and(|s| s.session.version == ProtocolVersion::V2025_03_26);
+    let items: Vec<&RawValue> = match serde_json::from_slice(body) {
+        Ok(items) => items,
+        Err(e) => {
+            return rpc_error(StatusCode::BAD_REQUEST, None, ErrorObject::parse_error(format!("Parse error: {e}")))
+        }
+    };
+    let (Some(session), true, false) = (session, allowed, items.is_empty()) else {
+        let e =
+            ErrorObject::invalid_request("JSON-RPC batches are only allowed in protocol version 2025-03-26 sessions");
+        return rpc_error(StatusCode::BAD_REQUEST, None, e);
+    };
+    let mut answers = Vec::new();
+    for item in items {
+        let Ok(Ok(kind)) = serde_json::from_str::<Envelope>(item.get()).map(Envelope::kind) else {
+            answers.push(
+                serde_json::to_value(mcp_types::jsonrpc::JsonRpcError::new(
+                    None,
+                    ErrorObject::invalid_request("invalid message in batch"),
+                ))
+                .unwrap_or_default(),
+            );
+            continue;
+        };
+        if let MessageKind::Request { id, method, params } = kind {
+            let (outbox, _rx) = Outbox::channel(1);
+            let admitted =
+                era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
+            let result = match admitted {
+                Ok(a) => shared.router.handle(&method, params, &a.cx, a.modern).await,
+                Err(e) => Err(e),
+            };
+            answers.push(serde_json::from_slice(&response_bytes(&id, result)).unwrap_or_default());
+        } else if let MessageKind::Notification { method, params } = kind {
+            if method == "notifications/cancelled" {
+                cancel(Some(&session), params);
+            }
+        }
+    }
+    if answers.is_empty() {
+        return accepted();
+    }
+    json(StatusCode::OK, serde_json::to_vec(&answers).unwrap_or_default())
+}
+
+/// GET: a legacy session's stream (or the resumption of a cut one); without a session, the
+/// 2024-11-05 HTTP+SSE transport.
+pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
+    if !security::accepts(&parts.headers, "text/event-stream") {
+        return plain(StatusCode::NOT_ACCEPTABLE, "Accept must list text/event-stream");
+    }
+    let Some(id) = header(&parts.headers, SESSION) else {
+        return super::legacy_sse::open(&shared);
+    };
+    let Some(session) = shared.sessions.get(id) else {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            ErrorObject::invalid_request("Session not found: initialize again"),
+        );
+    };
+    if let Some(last) = header(&parts.headers, "last-event-id") {
+        if let Some((stream, seq)) = last.split_once('-').and_then(|(n, s)| Some((n.parse().ok()?, s.parse().ok()?))) {
+            if let Some(events) = session.stream(stream) {
+                return sse_response(sse::follow(events, Some(stream.to_string()), seq, None, None));
+            }
+        }
+    }
+    let Ok(guard) = session.get_rx.clone().try_lock_owned() else {
+        return plain(StatusCode::CONFLICT, "this session already has an open GET stream");
+    };
+    session.get_open.store(true, Ordering::Relaxed);
+    let closing = session.clone();
+    let body = sse::from_queue(
+        guard,
+        move || closing.get_open.store(false, Ordering::Relaxed),
+        Some(Bytes::from_static(b": stream open\n\n")),
+    );
+    sse_response(body)
+}
+
+/// DELETE: ends a legacy session.
+pub(crate) fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
+    match header(&parts.headers, SESSION) {
+        Some(id) if shared.sessions.remove(id) => {
+            let mut r = Response::new(sse::empty());
+            *r.status_mut() = StatusCode::OK;
+            r
+        }
+        Some(_) => rpc_error(StatusCode::NOT_FOUND, None, ErrorObject::invalid_request("Session not found")),
+        None => plain(StatusCode::METHOD_NOT_ALLOWED, "DELETE needs an Mcp-Session-Id"),
+    }
+}

@@ -1,0 +1,165 @@
+//! Legacy Streamable HTTP sessions (2025-03-26 to 2025-11-25): the table, bounded, with an idle
+//! reaper, and what each session keeps (its GET stream, its in-flight requests, its resumable
+//! streams).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_types::RequestId;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::events::EventStream;
+use crate::engine::outbox::OutboxReceiver;
+use crate::engine::session::Session;
+
+/// Streams kept for resumption per session.
+const MAX_STREAMS: usize = 32;
+
+/// One session.
+pub(crate) struct HttpSession {
+    pub id: String,
+    pub session: Arc<Session>,
+    /// Messages for the GET stream; a GET holds the lock while open.
+    pub get_rx: Arc<tokio::sync::Mutex<OutboxReceiver>>,
+    pub inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pub streams: Mutex<Vec<(u64, Arc<EventStream>)>>,
+    next_stream: AtomicU64,
+    last_active: AtomicU64,
+    pub get_open: AtomicBool,
+    forwarder: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for HttpSession {
+    fn drop(&mut self) {
+        if let Some(f) = self.forwarder.lock().unwrap().take() {
+            f.abort();
+        }
+        for token in self.inflight.lock().unwrap().values() {
+            token.cancel();
+        }
+        self.session.fail_pending();
+    }
+}
+
+impl HttpSession {
+    /// Registers a new resumable stream; returns its number.
+    pub fn add_stream(&self, stream: Arc<EventStream>) -> u64 {
+        let n = self.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut streams = self.streams.lock().unwrap();
+        if streams.len() >= MAX_STREAMS {
+            streams.remove(0);
+        }
+        streams.push((n, stream));
+        n
+    }
+
+    /// A stream by number, for `Last-Event-ID`.
+    pub fn stream(&self, n: u64) -> Option<Arc<EventStream>> {
+        self.streams.lock().unwrap().iter().find(|(k, _)| *k == n).map(|(_, s)| s.clone())
+    }
+}
+
+/// The session table.
+pub(crate) struct SessionTable {
+    map: Mutex<HashMap<String, Arc<HttpSession>>>,
+    max: usize,
+    idle: Duration,
+    epoch: Instant,
+}
+
+impl SessionTable {
+    pub fn new(max: usize, idle: Duration) -> Self {
+        SessionTable { map: Mutex::new(HashMap::new()), max, idle, epoch: Instant::now() }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Adds a session; `None` when the table is full.
+    pub fn insert(
+        &self,
+        session: Arc<Session>,
+        get_rx: OutboxReceiver,
+        forwarder: JoinHandle<()>,
+    ) -> Option<Arc<HttpSession>> {
+        let mut map = self.map.lock().unwrap();
+        if map.len() >= self.max {
+            forwarder.abort();
+            return None;
+        }
+        let id = new_session_id();
+        let entry = Arc::new(HttpSession {
+            id: id.clone(),
+            session,
+            get_rx: Arc::new(tokio::sync::Mutex::new(get_rx)),
+            inflight: Mutex::new(HashMap::new()),
+            streams: Mutex::new(Vec::new()),
+            next_stream: AtomicU64::new(0),
+            last_active: AtomicU64::new(self.now_ms()),
+            get_open: AtomicBool::new(false),
+            forwarder: Mutex::new(Some(forwarder)),
+        });
+        map.insert(id, entry.clone());
+        Some(entry)
+    }
+
+    /// The session `id`, marked active.
+    pub fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let entry = self.map.lock().unwrap().get(id).cloned()?;
+        entry.last_active.store(self.now_ms(), Ordering::Relaxed);
+        Some(entry)
+    }
+
+    /// Ends a session; `false` if there was none.
+    pub fn remove(&self, id: &str) -> bool {
+        self.map.lock().unwrap().remove(id).is_some()
+    }
+
+    /// How many sessions are live.
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap().len()
+    }
+
+    /// Drops sessions idle for longer than the timeout (an open GET stream counts as activity).
+    pub fn reap(&self) -> usize {
+        let now = self.now_ms();
+        let idle = self.idle.as_millis() as u64;
+        let mut map = self.map.lock().unwrap();
+        let before = map.len();
+        map.retain(|_, s| {
+            s.get_open.load(Ordering::Relaxed) || now.saturating_sub(s.last_active.load(Ordering::Relaxed)) < idle
+        });
+        let reaped = before - map.len();
+        if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+            map.shrink_to_fit();
+        }
+        reaped
+    }
+
+    /// Runs the reaper until the table is dropped.
+    pub fn spawn_reaper(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let period = (self.idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(table) = weak.upgrade() else { return };
+                let n = table.reap();
+                if n > 0 {
+                    tracing::debug!("reaped {n} idle sessions");
+                }
+            }
+        });
+    }
+}
+
+/// 128 random bits, hex: unguessable and visible ASCII.
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
