@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use mcp_types::mrtr::InputRequest;
+use mcp_types::mrtr::InputRequests;
 use mcp_types::{ErrorCode, ErrorObject};
 
 /// Why a handler did not produce its result.
@@ -28,7 +28,7 @@ pub(crate) enum ToolErrorKind {
     /// The resource or prompt does not exist.
     NotFound(String),
     /// The handler needs input from the client first (2026-07-28 requests only).
-    InputRequired { key: String, request: InputRequest },
+    InputRequired { requests: InputRequests },
 }
 
 impl ToolError {
@@ -52,8 +52,8 @@ impl ToolError {
         ToolError { kind: ToolErrorKind::NotFound(message.into()) }
     }
 
-    pub(crate) fn input_required(key: String, request: InputRequest) -> Self {
-        ToolError { kind: ToolErrorKind::InputRequired { key, request } }
+    pub(crate) fn input_required(requests: InputRequests) -> Self {
+        ToolError { kind: ToolErrorKind::InputRequired { requests } }
     }
 
     /// Whether this error only means "ask the client, then run again" (2026-07-28).
@@ -78,8 +78,8 @@ impl fmt::Display for ToolError {
         match &self.kind {
             ToolErrorKind::Message(m) | ToolErrorKind::NotFound(m) => f.write_str(m),
             ToolErrorKind::Protocol(e) => write!(f, "{e}"),
-            ToolErrorKind::InputRequired { key, request } => {
-                write!(f, "input required: {key} ({})", request.method)
+            ToolErrorKind::InputRequired { requests } => {
+                write!(f, "input required: {}", requests.keys().cloned().collect::<Vec<_>>().join(", "))
             }
         }
     }

@@ -2,6 +2,8 @@
 //! suite (`@modelcontextprotocol/conformance`) calls by name, built on the same router as every
 //! other server here. `--http 127.0.0.1:PORT` to run the suite against it.
 
+mod modern;
+
 use std::time::Duration;
 
 use mcp::server::{Blob, NoArgs, RequestContext, ResourceRequest, Router, ToolDef, ToolError};
@@ -362,7 +364,9 @@ fn router() -> Router {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
-    match mcp::serve(router()).await {
+    let router = modern::add(router());
+    let _ = modern::ROUTER.set(router.clone());
+    match mcp::serve(router).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcp-server-conformance: {e}");

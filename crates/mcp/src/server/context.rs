@@ -52,6 +52,7 @@ struct Inner {
 struct InputState {
     answers: Mutex<JsonObject>,
     asked: AtomicUsize,
+    had_state: std::sync::atomic::AtomicBool,
 }
 
 /// Where a request's version, capabilities and client identity come from.
@@ -222,33 +223,47 @@ impl RequestContext {
 
     /// Sends any elicitation request, form or URL mode.
     pub async fn elicit_raw(&self, params: ElicitParams) -> Result<ElicitResult, ToolError> {
-        let caps = self.client_capabilities();
-        let supported = if params.is_url() { caps.elicitation_url() } else { caps.elicitation_form() };
-        if !supported {
-            let mode = if params.is_url() { json!({"url": {}}) } else { json!({}) };
-            return Err(self.missing_capability(json!({"elicitation": mode}), "elicitation"));
-        }
         self.ask("elicitation/create", "elicitation", serde_json::to_value(params)?).await
     }
 
     /// Asks the client's model for a completion (sampling).
     pub async fn sample(&self, params: CreateMessageParams) -> Result<CreateMessageResult, ToolError> {
-        let caps = self.client_capabilities();
-        if caps.sampling.is_none() {
-            return Err(self.missing_capability(json!({"sampling": {}}), "sampling"));
-        }
-        if params.tools.is_some() && caps.sampling.as_ref().is_some_and(|s| s.tools.is_none()) {
-            return Err(self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools"));
-        }
         self.ask("sampling/createMessage", "sampling", serde_json::to_value(params)?).await
     }
 
     /// Asks the client for its roots.
     pub async fn roots(&self) -> Result<ListRootsResult, ToolError> {
-        if self.client_capabilities().roots.is_none() {
-            return Err(self.missing_capability(json!({"roots": {}}), "roots"));
-        }
         self.ask("roots/list", "roots", json!({})).await
+    }
+
+    /// The client must have declared the capability a question needs (-32021 otherwise).
+    fn check_capability(&self, method: &str, params: &Value) -> Result<(), ToolError> {
+        let caps = self.client_capabilities();
+        match method {
+            "elicitation/create" => {
+                let url = params.get("mode").and_then(Value::as_str) == Some("url");
+                let supported = if url { caps.elicitation_url() } else { caps.elicitation_form() };
+                let mode = if url { json!({"url": {}}) } else { json!({}) };
+                if !supported {
+                    return Err(self.missing_capability(json!({"elicitation": mode}), "elicitation"));
+                }
+            }
+            "sampling/createMessage" => {
+                if caps.sampling.is_none() {
+                    return Err(self.missing_capability(json!({"sampling": {}}), "sampling"));
+                }
+                if params.get("tools").is_some() && caps.sampling.as_ref().is_some_and(|s| s.tools.is_none()) {
+                    return Err(self.missing_capability(json!({"sampling": {"tools": {}}}), "sampling with tools"));
+                }
+            }
+            "roots/list" => {
+                if caps.roots.is_none() {
+                    return Err(self.missing_capability(json!({"roots": {}}), "roots"));
+                }
+            }
+            other => return Err(ToolError::new(format!("{other} cannot be asked of a client"))),
+        }
+        Ok(())
     }
 
     fn missing_capability(&self, required: Value, what: &str) -> ToolError {
@@ -261,29 +276,83 @@ impl RequestContext {
 
     /// Legacy: a request to the client. Modern: the answer from the retry, or `input_required`.
     async fn ask<R: DeserializeOwned>(&self, method: &str, kind: &str, params: Value) -> Result<R, ToolError> {
-        if let Some(session) = self.session() {
-            let answer = session.request(&self.inner.outbox, method, params).await?;
-            return serde_json::from_value(answer)
-                .map_err(|e| ToolError::new(format!("the client's answer to {method} is malformed: {e}")));
-        }
         let n = self.inner.input.asked.fetch_add(1, Ordering::Relaxed);
-        let key = format!("{kind}-{n}");
-        let known = self.inner.input.answers.lock().unwrap().get(&key).cloned();
-        match known {
-            Some(answer) => serde_json::from_value(answer).map_err(|e| {
-                ToolError::invalid_params(format!("inputResponses[{key}] is not a valid {method} result: {e}"))
-            }),
-            None => Err(ToolError::input_required(key, InputRequest { method: method.into(), params: Some(params) })),
+        let answer = self.ask_keyed(&format!("{kind}-{n}"), method, params).await?;
+        serde_json::from_value(answer)
+            .map_err(|e| ToolError::invalid_params(format!("the client's answer to {method} is malformed: {e}")))
+    }
+
+    /// Asks the client one question under a key of your choosing: `method` is
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`. On a legacy session this
+    /// is a request to the client; on a 2026-07-28 request the answer comes from the retry's
+    /// `inputResponses[key]`, or the call ends with `input_required` asking for it.
+    pub async fn ask_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
+        let mut answers = self.ask_all(vec![(key.to_owned(), method.to_owned(), params)]).await?;
+        Ok(answers.pop().unwrap_or(Value::Null))
+    }
+
+    /// Asks several questions at once (one `input_required` round on 2026-07-28 requests; one
+    /// request after another on a legacy session). Answers come back in the order asked.
+    pub async fn ask_all(&self, questions: Vec<(String, String, Value)>) -> Result<Vec<Value>, ToolError> {
+        for (_, method, params) in &questions {
+            self.check_capability(method, params)?;
         }
+        if let Some(session) = self.session() {
+            let mut answers = Vec::with_capacity(questions.len());
+            for (_, method, params) in questions {
+                answers.push(session.request(&self.inner.outbox, &method, params).await?);
+            }
+            return Ok(answers);
+        }
+        let known = self.inner.input.answers.lock().unwrap().clone();
+        let missing: mcp_types::mrtr::InputRequests = questions
+            .iter()
+            .filter(|(key, _, _)| !known.contains_key(key))
+            .map(|(key, method, params)| {
+                (key.clone(), InputRequest { method: method.clone(), params: Some(params.clone()) })
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(ToolError::input_required(missing));
+        }
+        questions.iter().map(|(key, method, _)| checked_answer(key, method, known[key].clone())).collect()
+    }
+
+    /// 2026-07-28: the answer the client sent for `key`, on this retry or an earlier round.
+    pub fn input_response(&self, key: &str) -> Option<Value> {
+        self.inner.input.answers.lock().unwrap().get(key).cloned()
+    }
+
+    /// 2026-07-28: whether this retry carried a `requestState` that this server issued and that
+    /// verified (sealed, for this request, unexpired).
+    pub fn has_request_state(&self) -> bool {
+        self.inner.input.had_state.load(Ordering::Relaxed)
     }
 
     /// 2026-07-28: the answers the client sent with this retry, merged with earlier rounds'.
-    pub(crate) fn set_answers(&self, answers: JsonObject) {
+    pub(crate) fn set_answers(&self, answers: JsonObject, had_state: bool) {
         *self.inner.input.answers.lock().unwrap() = answers;
+        self.inner.input.had_state.store(had_state, Ordering::Relaxed);
     }
 
     pub(crate) fn answers(&self) -> JsonObject {
         self.inner.input.answers.lock().unwrap().clone()
+    }
+}
+
+/// An answer from `inputResponses`, checked to have the shape of its method's result.
+fn checked_answer(key: &str, method: &str, answer: Value) -> Result<Value, ToolError> {
+    let problem = match method {
+        "elicitation/create" => serde_json::from_value::<ElicitResult>(answer.clone()).err(),
+        "sampling/createMessage" => serde_json::from_value::<CreateMessageResult>(answer.clone()).err(),
+        "roots/list" => serde_json::from_value::<ListRootsResult>(answer.clone()).err(),
+        _ => None,
+    };
+    match problem {
+        None => Ok(answer),
+        Some(e) => {
+            Err(ToolError::invalid_params(format!("inputResponses[{key:?}] is not a valid {method} result: {e}")))
+        }
     }
 }
 

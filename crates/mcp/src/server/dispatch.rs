@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use mcp_types::completion::{CompleteParams, CompleteResult};
 use mcp_types::legacy::{SetLevelParams, SubscribeParams};
 use mcp_types::lifecycle::DiscoverResult;
-use mcp_types::mrtr::{InputRequests, InputRequiredResult};
+use mcp_types::mrtr::InputRequiredResult;
 use mcp_types::prompts::{GetPromptParams, ListPromptsResult};
 use mcp_types::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult};
 use mcp_types::result::{PaginatedParams, ResultType};
@@ -104,7 +104,7 @@ impl Router {
         // Only 2026-07-28 requests can be retried with sealed state, so only they need the fingerprint.
         let fp = modern.then(|| state::fingerprint("tools/call", &p.name, &args));
         if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
         }
         match (tool.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
@@ -137,11 +137,9 @@ impl Router {
         modern: bool,
     ) -> Result<Value, ErrorObject> {
         match (error.kind, fp) {
-            (ToolErrorKind::InputRequired { key, request }, Some(fp)) => {
+            (ToolErrorKind::InputRequired { requests }, Some(fp)) => {
                 let config = &self.inner.config;
                 let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
-                let mut requests = InputRequests::new();
-                requests.insert(key, request);
                 to_value(InputRequiredResult {
                     result_type: ResultType::InputRequired,
                     input_requests: Some(requests),
@@ -184,13 +182,15 @@ impl Router {
                     .iter()
                     .find_map(|t| t.template.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
                     .ok_or_else(|| {
-                        ToolError::not_found(format!("Resource not found: {}", p.uri)).into_error_object(modern)
+                        ToolError::not_found(format!("Resource not found: {}", p.uri))
+                            .into_error_object(modern)
+                            .with_data(json!({"uri": p.uri}))
                     })?,
             }
         };
         let fp = modern.then(|| state::fingerprint("resources/read", &p.uri, &Value::Null));
         if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
         }
         match handler(p.uri, vars, cx.clone()).await {
             Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
@@ -214,7 +214,7 @@ impl Router {
         let args = p.arguments.unwrap_or_default();
         let fp = modern.then(|| state::fingerprint("prompts/get", &p.name, &json!(args)));
         if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?);
+            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
         }
         match (prompt.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),

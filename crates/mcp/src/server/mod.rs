@@ -309,6 +309,28 @@ impl Router {
         self
     }
 
+    /// Adds or replaces a prompt while serving; clients are told the list changed.
+    pub fn add_prompt<H, Args, Out>(&self, def: Prompt, handler: H) -> bool
+    where
+        H: PromptHandler<Args, Out>,
+        Args: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: IntoPromptResult + Send + 'static,
+    {
+        let name = def.name.clone();
+        let replaced = self.inner.registry.write().unwrap().prompts.insert(name, prompt::entry(def, handler));
+        self.announce(Change::Prompts);
+        replaced
+    }
+
+    /// Removes a prompt while serving; `true` when it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self.inner.registry.write().unwrap().prompts.remove(name);
+        if removed {
+            self.announce(Change::Prompts);
+        }
+        removed
+    }
+
     /// Completes the argument `argument` of the prompt `prompt`.
     pub fn complete_prompt_argument(self, prompt: &str, argument: &str, handler: impl CompletionHandler) -> Self {
         self.inner.completers.write().unwrap().add_prompt(prompt, argument, handler);
@@ -338,6 +360,23 @@ impl Router {
 
     fn announce(&self, change: Change) {
         let _ = self.inner.changes.send(change);
+    }
+
+    /// The arguments of tool `name` that are mirrored into HTTP headers (`x-mcp-header`), as
+    /// (argument, header suffix, JSON type) triples.
+    pub fn header_params(&self, name: &str) -> Vec<(String, String, String)> {
+        let Some(tool) = self.inner.registry.read().unwrap().tools.get(name) else { return Vec::new() };
+        let Some(serde_json::Value::Object(props)) = tool.def().input_schema.get("properties") else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter_map(|(arg, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?.to_owned();
+                let kind = schema.get("type").and_then(|t| t.as_str()).unwrap_or("string").to_owned();
+                Some((arg.clone(), header, kind))
+            })
+            .collect()
     }
 
     /// The server's identity.

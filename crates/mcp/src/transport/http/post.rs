@@ -123,22 +123,19 @@ async fn request(
         return initialize(shared, id, params);
     }
     if modern {
-        if let Err(e) = check_modern_headers(headers, method, params) {
+        let checked = check_modern_headers(headers, method, params)
+            .and_then(|()| check_param_headers(&shared.router, headers, method, params));
+        if let Err(e) = checked {
             return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
         }
     }
     let token = CancellationToken::new();
     let (outbox, rx) = Outbox::channel(64);
     let legacy = if modern { None } else { session.as_ref().map(|s| &s.session) };
-    if !modern && legacy.is_none() {
-        let e = ErrorObject::invalid_request(
-            "Bad Request: no Mcp-Session-Id header; send initialize first, or use 2026-07-28 per-request _meta",
-        );
-        return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
-    }
     let Admitted { cx, modern } = match era::admit(method, id.clone(), params, legacy, outbox, token.clone()) {
         Ok(admitted) => admitted,
-        Err(e) if modern => return rpc_error(modern_status(e.code), Some(id), e),
+        // Without a session the request is judged as a 2026-07-28 one: 400 or 404.
+        Err(e) if modern || legacy.is_none() => return rpc_error(modern_status(e.code), Some(id), e),
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
@@ -159,7 +156,13 @@ async fn request(
         if let Some(s) = &task_session {
             s.inflight.lock().unwrap().remove(&task_id);
         }
-        result.filter(|_| !task_token.is_cancelled()).map(|r| response_bytes(&task_id, r))
+        result.filter(|_| !task_token.is_cancelled()).map(|r| {
+            let status = match &r {
+                Err(e) if modern => modern_status(e.code),
+                _ => StatusCode::OK,
+            };
+            (status, response_bytes(&task_id, r))
+        })
     });
     respond(shared, session, modern, rx, task, token).await
 }
@@ -170,26 +173,27 @@ async fn respond(
     session: Option<Arc<HttpSession>>,
     modern: bool,
     mut rx: OutboxReceiver,
-    mut task: tokio::task::JoinHandle<Option<Vec<u8>>>,
+    mut task: tokio::task::JoinHandle<Option<(StatusCode, Vec<u8>)>>,
     token: CancellationToken,
 ) -> Response<Body> {
     if shared.config.json_only {
         let drain = async { while rx.recv().await.is_some() {} };
         let result = tokio::select! { r = &mut task => r, _ = drain => (&mut task).await };
         return match result {
-            Ok(Some(bytes)) => json(StatusCode::OK, bytes),
+            Ok(Some((status, bytes))) => json(status, bytes),
             _ => accepted(),
         };
     }
     let first = tokio::select! {
         biased;
-        message = rx.recv() => message,
+        // `None` (the handler finished and dropped its outbox) disables this branch.
+        Some(message) = rx.recv() => Some(message),
         result = &mut task => {
             if let Ok(message) = rx.try_recv() {
                 Some(message) // notifications raced the result: stream them first
             } else {
                 return match result {
-                    Ok(Some(bytes)) => json(StatusCode::OK, bytes),
+                    Ok(Some((status, bytes))) => json(status, bytes),
                     _ => accepted(),
                 };
             }
@@ -208,7 +212,7 @@ async fn pump(
     stream: Arc<EventStream>,
     first: Option<Vec<u8>>,
     mut rx: OutboxReceiver,
-    mut task: tokio::task::JoinHandle<Option<Vec<u8>>>,
+    mut task: tokio::task::JoinHandle<Option<(StatusCode, Vec<u8>)>>,
 ) {
     let push = |message: Vec<u8>| {
         if message.is_empty() {
@@ -233,7 +237,7 @@ async fn pump(
     while let Ok(message) = rx.try_recv() {
         push(message);
     }
-    if let Ok(Some(bytes)) = result {
+    if let Ok(Some((_, bytes))) = result {
         stream.push(bytes);
     }
     stream.finish();
@@ -302,6 +306,58 @@ fn check_modern_headers(headers: &HeaderMap, method: &str, params: Option<&RawVa
         }
     }
     Ok(())
+}
+
+/// `tools/call`: arguments annotated `x-mcp-header` must be mirrored, equal, in `Mcp-Param-*`.
+fn check_param_headers(
+    router: &crate::server::Router,
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), ErrorObject> {
+    if method != "tools/call" {
+        return Ok(());
+    }
+    let body: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
+    let Some(name) = body["name"].as_str() else { return Ok(()) };
+    let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
+    for (arg, suffix, kind) in router.header_params(name) {
+        let header_name = format!("mcp-param-{}", suffix.to_ascii_lowercase());
+        let value = &body["arguments"][&arg];
+        let present = headers.get(&header_name);
+        match (value, present) {
+            (Value::Null, None) => {}
+            (Value::Null, Some(_)) => {
+                return Err(mismatch(format!("Mcp-Param-{suffix} is set but {arg} is absent from the body")))
+            }
+            (_, None) => {
+                return Err(mismatch(format!("the Mcp-Param-{suffix} header is required when {arg} is given")))
+            }
+            (value, Some(raw)) => {
+                let raw = raw.to_str().map_err(|_| mismatch(format!("Mcp-Param-{suffix} has invalid characters")))?;
+                let decoded = decode_header_value(raw)
+                    .ok_or_else(|| mismatch(format!("Mcp-Param-{suffix} is not valid base64")))?;
+                if !header_matches(&decoded, value, &kind) {
+                    return Err(mismatch(format!(
+                        "Mcp-Param-{suffix} value {decoded:?} does not match body value {value}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn header_matches(header: &str, body: &Value, kind: &str) -> bool {
+    match body {
+        Value::String(s) => header == s,
+        Value::Bool(b) => header == if *b { "true" } else { "false" },
+        Value::Number(n) if kind == "integer" || kind == "number" => {
+            header.trim().parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(h, b)| (h - b).abs() < 1e-9)
+        }
+        Value::Number(n) => header == n.to_string(),
+        _ => false,
+    }
 }
 
 /// Header values that are not plain ASCII travel as `=?base64?...?=`.
