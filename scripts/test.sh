@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: everything a fresh machine needs, then every test.
 #
-#   bash scripts/test.sh            # unit, integration, end-to-end and interop tests
+#   bash scripts/test.sh            # unit, integration, end-to-end tests, conformance suite
 #   MCP_FUZZ_SECONDS=60 bash ...    # also fuzz the decoder and the router for 60 s each
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,9 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://ru
 
 log "cargo test --workspace"
 cargo test --workspace --locked
+
+log "official conformance suite against mcp-server-conformance (HTTP)"
+bash scripts/conformance.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"

@@ -2,6 +2,7 @@
 //! and router as on stdio, without a process.
 
 mod eras;
+mod http;
 mod input;
 mod rules;
 mod subscriptions;

@@ -1,0 +1,262 @@
+//! The Streamable HTTP transport on a real socket: both eras, sessions, SSE, the old HTTP+SSE
+//! transport, and every kind of bad request getting the status the spec names.
+
+use std::time::Duration;
+
+use mcp::transport::http::{serve_listener, HttpConfig, McpService};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::{modern, router};
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+    /// The JSON payloads of an SSE body's `data:` lines.
+    fn events(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect()
+    }
+}
+
+async fn start(config: HttpConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_listener(listener, McpService::new(router(), config)));
+    addr.to_string()
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let Some((size, rest)) = body.split_once("\r\n") else { return out };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { return out };
+        if n == 0 || rest.len() < n {
+            return out;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+}
+
+/// One request on a fresh connection, read to the end (a streaming body is read for `wait`).
+async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str, wait: Duration) -> Reply {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(wait, stream.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked { dechunk(body) } else { body.to_owned() };
+    Reply { status, headers, body }
+}
+
+const JSON_SSE: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const CT: (&str, &str) = ("Content-Type", "application/json");
+const QUICK: Duration = Duration::from_secs(5);
+
+async fn post(addr: &str, headers: &[(&str, &str)], body: Value) -> Reply {
+    let mut all = vec![JSON_SSE, CT];
+    all.extend_from_slice(headers);
+    send(addr, "POST", "/mcp", &all, &body.to_string(), QUICK).await
+}
+
+fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+async fn initialize(addr: &str) -> String {
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let reply = post(addr, &[], init).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["result"]["protocolVersion"], "2025-11-25");
+    reply.header("mcp-session-id").expect("a session id").to_owned()
+}
+
+#[tokio::test]
+async fn legacy_sessions_live_and_end() {
+    let addr = start(HttpConfig::default()).await;
+    let sid = initialize(&addr).await;
+    let s = [("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&addr, &s, note).await.status, 202);
+    let r = post(&addr, &s, rpc(2, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}}))).await;
+    assert_eq!(r.json()["result"]["content"][0]["text"], "hi");
+    let unknown = [("Mcp-Session-Id", "nope")];
+    assert_eq!(post(&addr, &unknown, rpc(3, "tools/list", json!({}))).await.status, 404);
+    assert_eq!(send(&addr, "DELETE", "/mcp", &s, "", QUICK).await.status, 200);
+    assert_eq!(post(&addr, &s, rpc(4, "tools/list", json!({}))).await.status, 404, "an ended session is 404");
+}
+
+#[tokio::test]
+async fn legacy_progress_streams_as_sse_with_a_priming_event() {
+    let addr = start(HttpConfig::default()).await;
+    let sid = initialize(&addr).await;
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    let call = rpc(5, "tools/call", json!({"name": "sleep", "arguments": {"ms": 30}, "_meta": {"progressToken": "t"}}));
+    let r = post(&addr, &s, call).await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.body.starts_with("id: "), "priming event first: {}", r.body);
+    assert!(r.body.contains("retry: "));
+    let events = r.events();
+    assert_eq!(events.iter().filter(|e| e["method"] == "notifications/progress").count(), 3);
+    assert_eq!(events.last().unwrap()["result"]["content"][0]["text"], "slept 30 ms");
+}
+
+fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
+    if let Some(name) = name {
+        h.push(("Mcp-Name", name));
+    }
+    h
+}
+
+#[tokio::test]
+async fn modern_requests_are_stateless_and_checked() {
+    let addr = start(HttpConfig::default()).await;
+    let call = rpc(1, "tools/call", modern(json!({"name": "echo", "arguments": {"text": "hello"}})));
+    let r = post(&addr, &modern_headers("tools/call", Some("echo")), call.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+    assert!(r.header("mcp-session-id").is_none(), "no sessions in 2026-07-28");
+    // Header and body disagree: 400 and -32020.
+    let r = post(&addr, &modern_headers("tools/call", Some("other")), call.clone()).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let r = post(&addr, &[("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")], call).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)), "missing MCP-Protocol-Version");
+    // Unknown method: 404 and -32601.
+    let r = post(&addr, &modern_headers("nope/nope", None), rpc(2, "nope/nope", modern(json!({})))).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (404, json!(-32601)));
+    // Unsupported version: 400 and -32022.
+    let old = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01", "io.modelcontextprotocol/clientCapabilities": {}}});
+    let h = [("MCP-Protocol-Version", "1999-01-01"), ("Mcp-Method", "tools/list")];
+    let r = post(&addr, &h, rpc(3, "tools/list", old)).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32022)));
+    // No _meta and no session: 400 and -32602.
+    let r = post(&addr, &[], rpc(4, "tools/list", json!({}))).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32602)));
+    // GET and DELETE without a session.
+    assert_eq!(send(&addr, "DELETE", "/mcp", &[], "", QUICK).await.status, 405);
+    assert_eq!(send(&addr, "GET", "/mcp", &[("Accept", "application/json")], "", QUICK).await.status, 406);
+}
+
+#[tokio::test]
+async fn modern_progress_streams_on_the_request() {
+    let addr = start(HttpConfig::default()).await;
+    let mut params = modern(json!({"name": "sleep", "arguments": {"ms": 20}}));
+    params["_meta"]["progressToken"] = json!(1);
+    let r = post(&addr, &modern_headers("tools/call", Some("sleep")), rpc(1, "tools/call", params)).await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let events = r.events();
+    assert_eq!(events.iter().filter(|e| e["method"] == "notifications/progress").count(), 2);
+    assert_eq!(events.last().unwrap()["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_status_the_spec_names() {
+    let addr = start(HttpConfig { max_body: 1024, ..HttpConfig::default() }).await;
+    let body = rpc(1, "tools/list", modern(json!({}))).to_string();
+    let h = modern_headers("tools/list", None);
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut all = h.clone();
+        all.extend_from_slice(extra);
+        all
+    };
+    let r = send(&addr, "POST", "/mcp", &with(&[JSON_SSE, ("Content-Type", "text/plain")]), &body, QUICK).await;
+    assert_eq!(r.status, 415);
+    let r = send(&addr, "POST", "/mcp", &with(&[("Accept", "application/json"), CT]), &body, QUICK).await;
+    assert_eq!(r.status, 406);
+    let r = send(&addr, "POST", "/mcp", &with(&[JSON_SSE, CT]), "{not json", QUICK).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32700)));
+    let big = format!("{{\"x\":\"{}\"}}", "a".repeat(4096));
+    assert_eq!(send(&addr, "POST", "/mcp", &with(&[JSON_SSE, CT]), &big, QUICK).await.status, 413);
+    let r =
+        send(&addr, "POST", "/mcp", &with(&[JSON_SSE, CT, ("Origin", "http://evil.example.com")]), &body, QUICK).await;
+    assert_eq!(r.status, 403);
+    let r =
+        send(&addr, "POST", "/mcp", &with(&[JSON_SSE, CT, ("Origin", "http://localhost:5173")]), &body, QUICK).await;
+    assert_eq!(r.status, 200, "a loopback origin is fine");
+    let batch = format!("[{body}]");
+    assert_eq!(send(&addr, "POST", "/mcp", &with(&[JSON_SSE, CT]), &batch, QUICK).await.status, 400);
+    assert_eq!(send(&addr, "PUT", "/mcp", &[], "", QUICK).await.status, 405);
+    assert_eq!(send(&addr, "POST", "/elsewhere", &[], "", QUICK).await.status, 404);
+}
+
+#[tokio::test]
+async fn host_checks_and_a_trusted_proxy() {
+    let addr = start(HttpConfig::default()).await;
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let req = "POST /mcp HTTP/1.1\r\nHost: evil.example.com\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}";
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    assert!(raw.starts_with("HTTP/1.1 421"), "{raw}");
+
+    let proxied =
+        start(HttpConfig { trust_proxy: true, allowed_hosts: vec!["mcp.example.com".into()], ..HttpConfig::default() })
+            .await;
+    let h = [("X-Forwarded-Host", "mcp.example.com")];
+    let mut all = modern_headers("tools/list", None);
+    all.extend_from_slice(&h);
+    let r = post(&proxied, &all, rpc(1, "tools/list", modern(json!({})))).await;
+    assert_eq!(r.status, 200, "behind a proxy the forwarded host counts: {}", r.body);
+}
+
+#[tokio::test]
+async fn the_2024_11_05_http_sse_transport() {
+    let addr = start(HttpConfig::default()).await;
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let req = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("sessionId=") {
+        let n = tokio::time::timeout(QUICK, stream.read(&mut buf)).await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("event: endpoint"));
+    let endpoint = seen.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_owned();
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}),
+    );
+    let r = send(&addr, "POST", &endpoint, &[CT], &init.to_string(), QUICK).await;
+    assert_eq!(r.status, 202);
+    while !seen.contains("\"protocolVersion\":\"2024-11-05\"") {
+        let n = tokio::time::timeout(QUICK, stream.read(&mut buf)).await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let r = send(&addr, "POST", "/mcp?sessionId=unknown", &[CT], "{}", QUICK).await;
+    assert_eq!(r.status, 404);
+}
