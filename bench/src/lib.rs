@@ -4,6 +4,8 @@
 //! machine, and prints ratios: absolute numbers on a shared, noisy machine mean little.
 #![allow(clippy::print_stdout)] // benchmarks report on stdout
 
+pub mod http;
+
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -74,7 +76,8 @@ impl StdioProcess {
     }
 }
 
-fn rss_field(pid: u32, field: &str) -> u64 {
+/// A field of /proc/PID/status in KiB (`VmRSS:`, `VmHWM:`).
+pub fn rss_field(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()

@@ -203,9 +203,14 @@ pub(crate) fn modern_status(code: ErrorCode) -> StatusCode {
 
 /// Serves `router` over Streamable HTTP at `addr` (path `/mcp`) until the process ends.
 pub async fn serve(router: Router, addr: &str) -> std::io::Result<()> {
+    serve_with_config(router, addr, HttpConfig::default()).await
+}
+
+/// [`serve`] with settings; Host and Origin are checked when `addr` is a loopback address.
+pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..HttpConfig::default() };
+    let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
     tracing::info!("serving MCP on http://{local}/mcp");
     eprintln!("serving MCP on http://{local}/mcp");
     serve_listener(listener, McpService::new(router, config)).await

@@ -260,8 +260,7 @@ fn initialize(shared: &Arc<Shared>, id: RequestId, params: Option<&RawValue>) ->
     let (outbox, rx) = Outbox::channel(256);
     let session =
         Arc::new(Session::new(result.protocol_version.clone(), params.capabilities, params.client_info, outbox));
-    let forwarder = tokio::spawn(forward_changes(shared.router.clone(), session.clone()));
-    let Some(entry) = shared.sessions.insert(session, rx, forwarder) else {
+    let Some(entry) = shared.sessions.insert(session, rx) else {
         let e = ErrorObject::internal("too many sessions: try again later");
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
     };
@@ -445,12 +444,14 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
         return plain(StatusCode::CONFLICT, "this session already has an open GET stream");
     };
     session.get_open.store(true, Ordering::Relaxed);
+    // List changes and resource updates reach the session while its GET stream is open.
+    let forwarder = tokio::spawn(forward_changes(shared.router.clone(), session.session.clone()));
     let closing = session.clone();
-    let body = sse::from_queue(
-        guard,
-        move || closing.get_open.store(false, Ordering::Relaxed),
-        Some(Bytes::from_static(b": stream open\n\n")),
-    );
+    let on_end = move || {
+        forwarder.abort();
+        closing.get_open.store(false, Ordering::Relaxed);
+    };
+    let body = sse::from_queue(guard, on_end, Some(Bytes::from_static(b": stream open\n\n")));
     sse_response(body)
 }
 

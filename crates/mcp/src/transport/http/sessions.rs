@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_types::RequestId;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::events::EventStream;
@@ -29,14 +28,10 @@ pub(crate) struct HttpSession {
     next_stream: AtomicU64,
     last_active: AtomicU64,
     pub get_open: AtomicBool,
-    forwarder: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Drop for HttpSession {
     fn drop(&mut self) {
-        if let Some(f) = self.forwarder.lock().unwrap().take() {
-            f.abort();
-        }
         for token in self.inflight.lock().unwrap().values() {
             token.cancel();
         }
@@ -80,15 +75,9 @@ impl SessionTable {
     }
 
     /// Adds a session; `None` when the table is full.
-    pub fn insert(
-        &self,
-        session: Arc<Session>,
-        get_rx: OutboxReceiver,
-        forwarder: JoinHandle<()>,
-    ) -> Option<Arc<HttpSession>> {
+    pub fn insert(&self, session: Arc<Session>, get_rx: OutboxReceiver) -> Option<Arc<HttpSession>> {
         let mut map = self.map.lock().unwrap();
         if map.len() >= self.max {
-            forwarder.abort();
             return None;
         }
         let id = new_session_id();
@@ -101,7 +90,6 @@ impl SessionTable {
             next_stream: AtomicU64::new(0),
             last_active: AtomicU64::new(self.now_ms()),
             get_open: AtomicBool::new(false),
-            forwarder: Mutex::new(Some(forwarder)),
         });
         map.insert(id, entry.clone());
         Some(entry)
@@ -151,9 +139,21 @@ impl SessionTable {
                 let n = table.reap();
                 if n > 0 {
                     tracing::debug!("reaped {n} idle sessions");
+                    release_freed_memory();
                 }
             }
         });
+    }
+}
+
+/// Hands memory freed by reaped sessions back to the OS (glibc keeps it otherwise), so a burst
+/// of abandoned sessions does not leave the process large.
+#[allow(unsafe_code)]
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
