@@ -260,3 +260,13 @@ async fn the_2024_11_05_http_sse_transport() {
     let r = send(&addr, "POST", "/mcp?sessionId=unknown", &[CT], "{}", QUICK).await;
     assert_eq!(r.status, 404);
 }
+
+#[tokio::test]
+async fn json_only_mode_never_streams() {
+    let addr = start(HttpConfig { json_only: true, ..HttpConfig::default() }).await;
+    let mut params = modern(json!({"name": "sleep", "arguments": {"ms": 20}}));
+    params["_meta"]["progressToken"] = json!(1);
+    let r = post(&addr, &modern_headers("tools/call", Some("sleep")), rpc(1, "tools/call", params)).await;
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["content"][0]["text"], "slept 20 ms");
+}
