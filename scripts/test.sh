@@ -11,7 +11,7 @@ log() { printf '\n== %s\n' "$*" >&2; }
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
 
 log "cargo test --workspace"
-cargo test --workspace --locked
+env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
 log "official conformance suite against mcp-server-conformance (HTTP)"
 bash scripts/conformance.sh

@@ -9,6 +9,7 @@
 //! it. Handlers that must not stop half-way should finish their critical section without awaiting
 //! or spawn it.
 
+pub mod client;
 pub mod engine;
 pub mod error;
 pub mod server;

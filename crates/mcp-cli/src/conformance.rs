@@ -1,0 +1,96 @@
+//! `mcp-client-conformance`: the client the official conformance suite launches. It gets the
+//! server URL as its last argument, the scenario in `MCP_CONFORMANCE_SCENARIO`, the protocol
+//! version in `MCP_CONFORMANCE_PROTOCOL_VERSION` and, for some scenarios, the calls to make in
+//! `MCP_CONFORMANCE_CONTEXT`. It connects with the same client as `mcp`, lists the tools and
+//! calls them (with the context's arguments, or with arguments made from each tool's schema).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::client::{Client, ClientOptions, Handlers};
+use serde_json::{json, Map, Value};
+
+mod elicit;
+
+/// Arguments for a tool from its schema: defaults where given, simple values otherwise.
+fn arguments_for(schema: &Map<String, Value>) -> Value {
+    let mut args = Map::new();
+    let Some(Value::Object(props)) = schema.get("properties") else { return Value::Object(args) };
+    for (name, prop) in props {
+        let value = prop.get("default").cloned().unwrap_or_else(|| match prop["type"].as_str() {
+            Some("number") | Some("integer") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("test"),
+        });
+        args.insert(name.clone(), value);
+    }
+    Value::Object(args)
+}
+
+async fn run(url: &str) -> Result<(), String> {
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let elicitation: mcp::client::Handler<_, _> = Arc::new(|params: mcp::types::elicitation::ElicitParams| {
+        Box::pin(async move { Ok(elicit::accept_with_defaults(&params)) }) as mcp::server::BoxFuture<_>
+    });
+    let sampling: mcp::client::Handler<_, _> = Arc::new(|_params: mcp::types::sampling::CreateMessageParams| {
+        Box::pin(async move {
+            Ok(mcp::types::sampling::CreateMessageResult {
+                result_type: None,
+                role: mcp::types::content::Role::Assistant,
+                content: mcp::types::sampling::OneOrMany::One(mcp::types::content::SamplingContent::Text(
+                    mcp::types::content::TextContent::new("This is a test response from the conformance client."),
+                )),
+                model: "conformance-test-model".into(),
+                stop_reason: Some("endTurn".into()),
+                meta: None,
+            })
+        }) as mcp::server::BoxFuture<_>
+    });
+    let options = ClientOptions {
+        client_info: mcp::types::lifecycle::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION")),
+        handlers: Handlers { elicitation: Some(elicitation), sampling: Some(sampling), roots: None },
+        timeout: Duration::from_secs(20),
+        legacy_only: version.starts_with("2024") || version.starts_with("2025"),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect_http(url, options).await.map_err(|e| format!("connect: {e}"))?;
+    let tools = client.list_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+    match context.get("toolCalls").and_then(Value::as_array) {
+        Some(calls) => {
+            for call in calls {
+                let name = call["name"].as_str().unwrap_or_default();
+                let result = client.call_tool(name, call["arguments"].clone()).await;
+                eprintln!("tools/call {name}: {result:?}");
+            }
+        }
+        None => {
+            for tool in &tools {
+                let result = client.call_tool(&tool.name, arguments_for(&tool.input_schema)).await;
+                eprintln!("tools/call {}: {result:?}", tool.name);
+            }
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let Some(url) = std::env::args().next_back().filter(|a| a.starts_with("http")) else {
+        eprintln!("usage: mcp-client-conformance SERVER_URL");
+        return std::process::ExitCode::from(2);
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    match runtime.block_on(run(&url)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-client-conformance: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

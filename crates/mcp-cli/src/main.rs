@@ -1,0 +1,354 @@
+//! `mcp`: list and call what any MCP server offers, from the shell.
+//!
+//! ```text
+//! mcp tools -- ./server --flag                 # a stdio server
+//! mcp --url http://127.0.0.1:8080/mcp tools    # a Streamable HTTP server
+//! mcp --config ~/.claude.json --server paypedia call iban_check input="FR76 3000 6000 0112 3456 7890 189"
+//! ```
+#![allow(clippy::print_stdout)] // a command-line tool: stdout is its output
+
+mod elicit;
+mod output;
+mod target;
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use mcp::client::{Client, ClientOptions, Direction, Handlers, StdioCommand};
+use mcp::types::completion::{CompletionArgument, CompletionRef};
+use serde_json::{json, Map, Value};
+
+use target::Target;
+
+const EXIT_HELP: &str = "Exit codes:
+  0  success
+  2  bad command line
+  3  cannot connect (the process did not start, the URL did not answer, no MCP handshake)
+  4  protocol error (the server answered with a JSON-RPC error, or broke the protocol)
+  5  the tool ran and reported an error (a result with isError: true)";
+
+/// Calls any MCP server: a command after `--` (stdio), `--url` (Streamable HTTP), or
+/// `--config FILE --server NAME` (an `mcpServers` entry as Claude Desktop and Claude Code use).
+#[derive(Parser)]
+#[command(name = "mcp", version, after_help = EXIT_HELP)]
+struct Cli {
+    /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp.
+    #[arg(long, global = true)]
+    url: Option<String>,
+    /// An mcpServers JSON file.
+    #[arg(long, global = true, requires = "server")]
+    config: Option<PathBuf>,
+    /// The server's name in --config.
+    #[arg(long, global = true)]
+    server: Option<String>,
+    /// An HTTP header, "Name: value" (repeatable).
+    #[arg(long = "header", global = true)]
+    headers: Vec<String>,
+    /// An environment variable for a stdio server, KEY=VALUE (repeatable).
+    #[arg(long = "env", global = true)]
+    envs: Vec<String>,
+    /// Print every JSON-RPC message, both ways, to stderr.
+    #[arg(long, global = true)]
+    trace: bool,
+    /// Output one JSON document on stdout, nothing else.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Seconds a request may go without an answer or progress.
+    #[arg(long, global = true, default_value_t = 60)]
+    timeout: u64,
+    /// Speak only the legacy handshake (skip the 2026-07-28 probe).
+    #[arg(long, global = true)]
+    legacy: bool,
+    #[command(subcommand)]
+    command: Command,
+    /// The stdio server's command line, after `--`.
+    #[arg(last = true, global = true)]
+    server_command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// What the server is and speaks.
+    Discover,
+    /// Checks the server answers.
+    Ping,
+    /// Lists the tools.
+    Tools,
+    /// Calls a tool: `mcp call NAME key=value ...` (values follow the tool's schema) or --args.
+    Call {
+        /// The tool.
+        name: String,
+        /// Arguments as key=value.
+        pairs: Vec<String>,
+        /// Arguments as one JSON object.
+        #[arg(long)]
+        args: Option<String>,
+    },
+    /// Lists the resources.
+    Resources,
+    /// Lists the resource templates.
+    Templates,
+    /// Reads a resource.
+    Read {
+        /// The URI.
+        uri: String,
+    },
+    /// Lists the prompts.
+    Prompts,
+    /// Renders a prompt: `mcp prompt NAME key=value ...`.
+    Prompt {
+        /// The prompt.
+        name: String,
+        /// Arguments as key=value.
+        pairs: Vec<String>,
+    },
+    /// Completes an argument of a prompt (or a resource template, with --resource).
+    Complete {
+        /// The prompt's name, or the resource template.
+        reference: String,
+        /// The argument.
+        argument: String,
+        /// What is typed so far.
+        #[arg(default_value = "")]
+        value: String,
+        /// The reference is a resource template URI.
+        #[arg(long)]
+        resource: bool,
+    },
+}
+
+/// How a run ended.
+enum Failure {
+    Connect(String),
+    Protocol(String),
+    ToolError(Value),
+    Usage(String),
+}
+
+fn split_pair(pair: &str) -> Result<(String, String), Failure> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| Failure::Usage(format!("{pair:?} is not key=value")))
+}
+
+fn target(cli: &Cli) -> Result<Target, Failure> {
+    let headers = cli
+        .headers
+        .iter()
+        .map(|h| {
+            h.split_once(':')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .ok_or_else(|| Failure::Usage(format!("--header {h:?} is not \"Name: value\"")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let envs = cli.envs.iter().map(|e| split_pair(e)).collect::<Result<Vec<_>, _>>()?;
+    let target = match (&cli.url, &cli.config, cli.server_command.split_first()) {
+        (Some(url), None, None) => Target::Http(url.clone(), headers),
+        (None, Some(path), None) => {
+            match target::from_config(path, cli.server.as_deref().unwrap_or_default()).map_err(Failure::Usage)? {
+                Target::Http(url, mut h) => {
+                    h.extend(headers);
+                    Target::Http(url, h)
+                }
+                stdio => stdio,
+            }
+        }
+        (None, None, Some((program, args))) => {
+            Target::Stdio(StdioCommand::new(program.clone()).args(args.iter().cloned()))
+        }
+        _ => {
+            return Err(Failure::Usage(
+                "name exactly one server: `-- COMMAND ARGS...`, --url URL, or --config FILE --server NAME".into(),
+            ))
+        }
+    };
+    Ok(match target {
+        Target::Stdio(mut cmd) => {
+            cmd.env.extend(envs);
+            Target::Stdio(cmd)
+        }
+        http => http,
+    })
+}
+
+/// Elicitation without a person: accept with the schema's defaults, decline if a required field
+/// has none.
+fn default_handlers() -> Handlers {
+    let elicitation: mcp::client::Handler<_, _> = Arc::new(|params: mcp::types::elicitation::ElicitParams| {
+        Box::pin(async move { Ok(elicit::accept_with_defaults(&params)) }) as mcp::server::BoxFuture<_>
+    });
+    let roots: mcp::client::Handler<(), _> = Arc::new(|()| {
+        Box::pin(async move {
+            let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "/".into());
+            Ok(mcp::types::roots::ListRootsResult {
+                roots: vec![mcp::types::roots::Root {
+                    uri: format!("file://{cwd}"),
+                    name: Some("current directory".into()),
+                    meta: None,
+                }],
+                ..Default::default()
+            })
+        }) as mcp::server::BoxFuture<_>
+    });
+    Handlers { elicitation: Some(elicitation), sampling: None, roots: Some(roots) }
+}
+
+fn options(cli: &Cli) -> ClientOptions {
+    let tracer: Option<mcp::client::Tracer> = cli.trace.then(|| {
+        Arc::new(|direction: Direction, message: &Value| {
+            let arrow = if direction == Direction::Out { "→" } else { "←" };
+            eprintln!("{arrow} {message}");
+        }) as mcp::client::Tracer
+    });
+    ClientOptions {
+        client_info: mcp::types::lifecycle::Implementation::new("mcp-cli", env!("CARGO_PKG_VERSION")),
+        handlers: default_handlers(),
+        timeout: Duration::from_secs(cli.timeout.max(1)),
+        tracer,
+        legacy_only: cli.legacy,
+        ..ClientOptions::default()
+    }
+}
+
+fn protocol(e: mcp::Error) -> Failure {
+    if e.is_rpc() {
+        Failure::Protocol(e.to_string())
+    } else {
+        Failure::Protocol(format!("{e}"))
+    }
+}
+
+async fn run(cli: &Cli) -> Result<Value, Failure> {
+    let target = target(cli)?;
+    let client = target.connect(options(cli)).await.map_err(|e| Failure::Connect(format!("{e}")))?;
+    let result = execute(cli, &client).await;
+    client.close().await;
+    result
+}
+
+async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
+    let json = |v: Result<Value, mcp::Error>| v.map_err(protocol);
+    match &cli.command {
+        Command::Discover => {
+            let d = client.description();
+            Ok(json!({
+                "protocolVersion": d.protocol_version,
+                "era": if d.modern { "2026-07-28 (stateless)" } else { "legacy (initialize)" },
+                "supportedVersions": d.supported_versions,
+                "serverInfo": d.server_info,
+                "capabilities": d.capabilities,
+                "instructions": d.instructions,
+            }))
+        }
+        Command::Ping => client.ping().await.map(|()| json!({"ok": true})).map_err(protocol),
+        Command::Tools => Ok(json!({"tools": client.list_tools().await.map_err(protocol)?})),
+        Command::Call { name, pairs, args } => call(cli, client, name, pairs, args.as_deref()).await,
+        Command::Resources => Ok(json!({"resources": client.list_resources().await.map_err(protocol)?})),
+        Command::Templates => {
+            Ok(json!({"resourceTemplates": client.list_resource_templates().await.map_err(protocol)?}))
+        }
+        Command::Read { uri } => json(client.request("resources/read", json!({"uri": uri})).await),
+        Command::Prompts => Ok(json!({"prompts": client.list_prompts().await.map_err(protocol)?})),
+        Command::Prompt { name, pairs } => {
+            let args: BTreeMap<String, String> = pairs.iter().map(|p| split_pair(p)).collect::<Result<_, _>>()?;
+            json(client.request("prompts/get", json!({"name": name, "arguments": args})).await)
+        }
+        Command::Complete { reference, argument, value, resource } => {
+            let reference = if *resource {
+                CompletionRef::Resource { uri: reference.clone() }
+            } else {
+                CompletionRef::Prompt { name: reference.clone(), title: None }
+            };
+            let argument = CompletionArgument { name: argument.clone(), value: value.clone() };
+            client.complete(reference, argument).await.map(|r| json!(r)).map_err(protocol)
+        }
+    }
+}
+
+async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Option<&str>) -> Result<Value, Failure> {
+    let mut arguments: Map<String, Value> = match args {
+        Some(text) => match serde_json::from_str(text) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(Failure::Usage("--args must be a JSON object".into())),
+        },
+        None => Map::new(),
+    };
+    if !pairs.is_empty() {
+        let tools = client.list_tools().await.map_err(protocol)?;
+        let schema =
+            tools.iter().find(|t| t.name == name).map(|t| Value::Object(t.input_schema.clone())).unwrap_or(Value::Null);
+        for pair in pairs {
+            let (k, v) = split_pair(pair)?;
+            let kind = schema["properties"][&k]["type"].clone();
+            arguments.insert(k, output::coerce(&v, &kind));
+        }
+    }
+    let show_progress = !cli.json && std::io::stderr().is_terminal();
+    let result = client
+        .call_tool_with_progress(name, Value::Object(arguments), move |p| {
+            if show_progress {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                eprint!("\r\x1b[2K{}{total} {}", p.progress, p.message.unwrap_or_default());
+            }
+        })
+        .await
+        .map_err(protocol)?;
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    let value = json!(result);
+    if result.is_error() {
+        Err(Failure::ToolError(value))
+    } else {
+        Ok(value)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let outcome = runtime.block_on(run(&cli));
+    let (code, value) = match outcome {
+        Ok(value) => (0, value),
+        Err(Failure::Usage(m)) => {
+            eprintln!("mcp: {m}");
+            return ExitCode::from(2);
+        }
+        Err(Failure::Connect(m)) => (3, json!({"error": "cannot connect", "message": m})),
+        Err(Failure::Protocol(m)) => (4, json!({"error": "protocol error", "message": m})),
+        Err(Failure::ToolError(v)) => (5, v),
+    };
+    // A closed stdout (`mcp ... | head`) is not an error worth a panic.
+    let mut stdout = std::io::stdout();
+    if cli.json {
+        let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else if code == 3 || code == 4 {
+        eprintln!("mcp: {}: {}", value["error"].as_str().unwrap_or(""), value["message"].as_str().unwrap_or(""));
+    } else {
+        let _ = write!(stdout, "{}", output::human(&cli.command_name(), &value));
+    }
+    ExitCode::from(code)
+}
+
+impl Cli {
+    fn command_name(&self) -> String {
+        match &self.command {
+            Command::Discover => "discover",
+            Command::Ping => "ping",
+            Command::Tools => "tools",
+            Command::Call { .. } => "call",
+            Command::Resources => "resources",
+            Command::Templates => "templates",
+            Command::Read { .. } => "read",
+            Command::Prompts => "prompts",
+            Command::Prompt { .. } => "prompt",
+            Command::Complete { .. } => "complete",
+        }
+        .to_owned()
+    }
+}

@@ -1,0 +1,111 @@
+//! What `mcp` prints for a person, argument coercion, and elicitation defaults.
+
+use serde_json::Value;
+
+/// A `key=value` value as the schema's type wants it.
+pub fn coerce(text: &str, kind: &Value) -> Value {
+    let kinds: Vec<&str> = match kind {
+        Value::String(k) => vec![k.as_str()],
+        Value::Array(ks) => ks.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    for k in &kinds {
+        let parsed = match *k {
+            "integer" => text.parse::<i64>().ok().map(Value::from),
+            "number" => text.parse::<f64>().ok().map(Value::from),
+            "boolean" => text.parse::<bool>().ok().map(Value::from),
+            "array" | "object" | "null" => serde_json::from_str(text).ok(),
+            "string" => Some(Value::String(text.to_owned())),
+            _ => None,
+        };
+        if let Some(v) = parsed {
+            return v;
+        }
+    }
+    if kinds.is_empty() {
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            if !v.is_string() {
+                return v;
+            }
+        }
+    }
+    Value::String(text.to_owned())
+}
+
+/// A readable rendering of a command's result.
+pub fn human(command: &str, value: &Value) -> String {
+    let mut out = String::new();
+    match command {
+        "tools" => {
+            for t in value["tools"].as_array().into_iter().flatten() {
+                out.push_str(&format!("{}\n", t["name"].as_str().unwrap_or("?")));
+                if let Some(d) = t["description"].as_str() {
+                    out.push_str(&format!("    {}\n", d.lines().next().unwrap_or("")));
+                }
+                let required: Vec<&str> =
+                    t["inputSchema"]["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                if let Some(props) = t["inputSchema"]["properties"].as_object() {
+                    for (name, p) in props {
+                        let kind = p["type"].as_str().map(str::to_owned).unwrap_or_else(|| p["type"].to_string());
+                        let req = if required.contains(&name.as_str()) { "" } else { "?" };
+                        out.push_str(&format!("    {name}{req}: {kind}\n"));
+                    }
+                }
+            }
+        }
+        "call" => {
+            for block in value["content"].as_array().into_iter().flatten() {
+                match block["type"].as_str() {
+                    Some("text") => out.push_str(&format!("{}\n", block["text"].as_str().unwrap_or(""))),
+                    Some(kind) => out.push_str(&format!(
+                        "[{kind} {}]\n",
+                        block["mimeType"].as_str().or(block["uri"].as_str()).unwrap_or("")
+                    )),
+                    None => {}
+                }
+            }
+            if value["isError"] == true {
+                out.insert_str(0, "error: ");
+            }
+        }
+        "resources" | "templates" | "prompts" => {
+            let key = match command {
+                "resources" => "resources",
+                "templates" => "resourceTemplates",
+                _ => "prompts",
+            };
+            for r in value[key].as_array().into_iter().flatten() {
+                let id = r["uri"].as_str().or(r["uriTemplate"].as_str()).or(r["name"].as_str()).unwrap_or("?");
+                let about = r["description"].as_str().or(r["name"].as_str()).unwrap_or("");
+                out.push_str(&format!("{id}\n    {about}\n"));
+            }
+        }
+        "read" => {
+            for c in value["contents"].as_array().into_iter().flatten() {
+                match c["text"].as_str() {
+                    Some(text) => out.push_str(&format!("{text}\n")),
+                    None => {
+                        out.push_str(&format!("[binary {} bytes base64]\n", c["blob"].as_str().map_or(0, str::len)))
+                    }
+                }
+            }
+        }
+        "prompt" => {
+            for m in value["messages"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "{}: {}\n",
+                    m["role"].as_str().unwrap_or("?"),
+                    m["content"]["text"].as_str().unwrap_or("[non-text content]")
+                ));
+            }
+        }
+        "complete" => {
+            for v in value["completion"]["values"].as_array().into_iter().flatten() {
+                out.push_str(&format!("{}\n", v.as_str().unwrap_or("")));
+            }
+        }
+        "ping" => out.push_str("ok\n"),
+        _ => out.push_str(&format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default())),
+    }
+    out
+}

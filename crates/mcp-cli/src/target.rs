@@ -1,0 +1,68 @@
+//! Where the server is: a command after `--`, a URL, or a named entry of an `mcpServers` JSON
+//! file (the format of Claude Desktop and Claude Code).
+
+use std::path::Path;
+
+use mcp::client::{Client, ClientOptions, StdioCommand};
+use serde_json::Value;
+
+/// A server to connect to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A process speaking stdio.
+    Stdio(StdioCommand),
+    /// A Streamable HTTP (or HTTP+SSE) URL, with extra headers.
+    Http(String, Vec<(String, String)>),
+}
+
+impl Target {
+    /// Connects.
+    pub async fn connect(&self, mut options: ClientOptions) -> Result<Client, mcp::Error> {
+        match self {
+            Target::Stdio(cmd) => Client::connect_stdio(cmd.clone(), options).await,
+            Target::Http(url, headers) => {
+                options.headers.extend(headers.iter().cloned());
+                Client::connect_http(url, options).await
+            }
+        }
+    }
+}
+
+/// The entry `name` of an `mcpServers` file.
+pub fn from_config(path: &Path, name: &str) -> Result<Target, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let servers = config
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .ok_or(format!("{}: no \"mcpServers\" object", path.display()))?;
+    let entry = servers.get(name).ok_or_else(|| {
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        format!("no server {name:?} in {}; it has: {}", path.display(), names.join(", "))
+    })?;
+    if let Some(url) = entry.get("url").and_then(Value::as_str) {
+        let headers = entry
+            .get("headers")
+            .and_then(Value::as_object)
+            .map(|h| h.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
+            .unwrap_or_default();
+        return Ok(Target::Http(url.to_owned(), headers));
+    }
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .ok_or(format!("server {name:?} has neither \"command\" nor \"url\""))?;
+    let mut cmd = StdioCommand::new(command);
+    if let Some(args) = entry.get("args").and_then(Value::as_array) {
+        cmd = cmd.args(args.iter().filter_map(Value::as_str));
+    }
+    if let Some(env) = entry.get("env").and_then(Value::as_object) {
+        for (k, v) in env {
+            cmd = cmd.env(k, v.as_str().unwrap_or_default());
+        }
+    }
+    if let Some(cwd) = entry.get("cwd").and_then(Value::as_str) {
+        cmd.cwd = Some(cwd.into());
+    }
+    Ok(Target::Stdio(cmd))
+}

@@ -1,0 +1,432 @@
+//! The client engine: ids, the pending table, era negotiation, `_meta` on 2026-07-28 requests,
+//! `input_required` rounds, answers to server requests, timeouts reset by progress, and
+//! cancellation when a call is dropped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use mcp_types::jsonrpc::{Envelope, MessageKind};
+use mcp_types::lifecycle::ServerCapabilities;
+use mcp_types::utilities::ProgressParams;
+use mcp_types::version::ProtocolVersion;
+use mcp_types::{meta, ErrorCode, ErrorObject, RequestId};
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{ClientOptions, ServerDescription};
+use crate::error::Error;
+
+/// Which way a traced message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client to server.
+    Out,
+    /// Server to client.
+    In,
+}
+
+/// A local error code: the HTTP session is gone (404); the engine re-initializes.
+pub(crate) const SESSION_EXPIRED: ErrorCode = ErrorCode(-31001);
+/// A local error code: the transport failed for this request.
+pub(crate) const TRANSPORT_FAILED: ErrorCode = ErrorCode(-31002);
+
+type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
+
+struct Pending {
+    tx: oneshot::Sender<Result<Value, ErrorObject>>,
+    token: Option<String>,
+    progress: Option<ProgressFn>,
+    touched: mpsc::UnboundedSender<()>,
+}
+
+/// How the engine sends.
+pub(crate) trait Sender: Send + Sync {
+    /// Sends one message.
+    fn send(&self, message: Value) -> crate::server::BoxFuture<Result<(), Error>>;
+    /// Stops waiting for the answer to `id` (HTTP: drops its response stream).
+    fn abandon(&self, id: &RequestId);
+    /// After `initialize`: the negotiated version (HTTP uses it in headers).
+    fn set_version(&self, _version: &str, _modern: bool) {}
+    /// Ends the connection.
+    fn close(&self) -> crate::server::BoxFuture<()>;
+    /// Captured stderr (stdio).
+    fn stderr(&self) -> String {
+        String::new()
+    }
+}
+
+#[derive(Default)]
+struct Negotiated {
+    modern: bool,
+    version: String,
+    supported: Vec<String>,
+    server_info: Option<mcp_types::lifecycle::Implementation>,
+    capabilities: ServerCapabilities,
+    instructions: Option<String>,
+}
+
+pub(crate) struct Core {
+    pub options: ClientOptions,
+    sender: RwLock<Option<Arc<dyn Sender>>>,
+    pending: Mutex<HashMap<RequestId, Pending>>,
+    next_id: AtomicI64,
+    state: RwLock<Negotiated>,
+}
+
+impl Core {
+    pub fn new(options: ClientOptions) -> Arc<Core> {
+        Arc::new(Core {
+            options,
+            sender: RwLock::new(None),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            state: RwLock::new(Negotiated::default()),
+        })
+    }
+
+    pub fn set_sender(&self, sender: Arc<dyn Sender>) {
+        *self.sender.write().unwrap() = Some(sender);
+    }
+
+    fn sender(&self) -> Result<Arc<dyn Sender>, Error> {
+        self.sender.read().unwrap().clone().ok_or_else(Error::closed)
+    }
+
+    pub fn trace(&self, direction: Direction, message: &Value) {
+        if let Some(tracer) = &self.options.tracer {
+            tracer(direction, message);
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.sender().map(|s| s.stderr()).unwrap_or_default()
+    }
+
+    pub fn description(&self) -> ServerDescription {
+        let s = self.state.read().unwrap();
+        ServerDescription {
+            protocol_version: s.version.clone(),
+            modern: s.modern,
+            supported_versions: s.supported.clone(),
+            server_info: s.server_info.clone(),
+            capabilities: s.capabilities.clone(),
+            instructions: s.instructions.clone(),
+        }
+    }
+
+    async fn send(&self, message: Value) -> Result<(), Error> {
+        self.trace(Direction::Out, &message);
+        self.sender()?.send(message).await
+    }
+
+    /// The connection ended: every waiting request fails.
+    pub fn closed(&self) {
+        self.pending.lock().unwrap().clear();
+    }
+
+    /// One message from the server.
+    pub fn on_message(self: &Arc<Self>, message: Value) {
+        self.trace(Direction::In, &message);
+        let Ok(text) = serde_json::to_string(&message) else { return };
+        let Ok(envelope) = serde_json::from_str::<Envelope>(&text) else { return };
+        match envelope.kind() {
+            Ok(MessageKind::Result { id, result }) => {
+                self.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)))
+            }
+            Ok(MessageKind::Error { id: Some(id), error }) => self.resolve(&id, Err(error)),
+            Ok(MessageKind::Notification { method, params }) if method == "notifications/progress" => {
+                if let Some(Ok(p)) = params.map(|p| serde_json::from_str::<ProgressParams>(p.get())) {
+                    self.progress(p);
+                }
+            }
+            Ok(MessageKind::Request { id, method, params }) => {
+                let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
+                let core = self.clone();
+                let method = method.into_owned();
+                tokio::spawn(async move {
+                    let answer = core.answer(&method, params).await;
+                    let message = match answer {
+                        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                    };
+                    let _ = core.send(message).await;
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn resolve(&self, id: &RequestId, answer: Result<Value, ErrorObject>) {
+        if let Some(p) = self.pending.lock().unwrap().remove(id) {
+            let _ = p.tx.send(answer);
+        }
+    }
+
+    fn progress(&self, p: ProgressParams) {
+        let token = match &p.progress_token {
+            meta::ProgressToken::String(s) => s.clone(),
+            meta::ProgressToken::Number(n) => n.to_string(),
+        };
+        let pending = self.pending.lock().unwrap();
+        if let Some(entry) = pending.values().find(|e| e.token.as_deref() == Some(token.as_str())) {
+            let _ = entry.touched.send(());
+            if let Some(f) = &entry.progress {
+                f(p);
+            }
+        }
+    }
+
+    /// Answers a server's question with the handlers (legacy requests and modern input requests).
+    async fn answer(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let handlers = &self.options.handlers;
+        let unsupported = || ErrorObject::method_not_found(method);
+        let bad = |e: serde_json::Error| ErrorObject::invalid_params(e.to_string());
+        let failed = |e: String| ErrorObject::internal(e);
+        match method {
+            "ping" => Ok(json!({})),
+            "elicitation/create" => {
+                let h = handlers.elicitation.as_ref().ok_or_else(unsupported)?;
+                let r = h(serde_json::from_value(params).map_err(bad)?).await.map_err(failed)?;
+                serde_json::to_value(r).map_err(|e| failed(e.to_string()))
+            }
+            "sampling/createMessage" => {
+                let h = handlers.sampling.as_ref().ok_or_else(unsupported)?;
+                let r = h(serde_json::from_value(params).map_err(bad)?).await.map_err(failed)?;
+                serde_json::to_value(r).map_err(|e| failed(e.to_string()))
+            }
+            "roots/list" => {
+                let h = handlers.roots.as_ref().ok_or_else(unsupported)?;
+                let r = h(()).await.map_err(failed)?;
+                serde_json::to_value(r).map_err(|e| failed(e.to_string()))
+            }
+            _ => Err(unsupported()),
+        }
+    }
+
+    fn meta(&self, version: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(meta::PROTOCOL_VERSION.into(), version.into());
+        m.insert(
+            meta::CLIENT_CAPABILITIES.into(),
+            serde_json::to_value(self.options.capabilities()).unwrap_or_default(),
+        );
+        m.insert(meta::CLIENT_INFO.into(), serde_json::to_value(&self.options.client_info).unwrap_or_default());
+        m
+    }
+
+    /// Sends one request and waits for its answer, with timeouts; dropping the future cancels.
+    async fn raw(&self, method: &str, mut params: Value, progress: Option<ProgressFn>) -> Result<Value, ErrorObject> {
+        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        // A progress token only when someone listens: progress also resets the timeout.
+        let token = progress.is_some().then(|| format!("p{id}"));
+        if let (Some(token), Value::Object(p)) = (&token, &mut params) {
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = meta {
+                m.insert("progressToken".into(), token.clone().into());
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        let (touched, mut touches) = mpsc::unbounded_channel();
+        self.pending.lock().unwrap().insert(id.clone(), Pending { tx, token, progress, touched });
+        let guard = CancelOnDrop { core: self, id: id.clone(), done: false };
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if let Err(e) = self.send(message).await {
+            return Err(ErrorObject::new(TRANSPORT_FAILED, e.to_string()));
+        }
+        let started = Instant::now();
+        let mut rx = rx;
+        let outcome = loop {
+            let idle = tokio::time::sleep(self.options.timeout);
+            let cap = tokio::time::sleep(self.options.max_timeout.saturating_sub(started.elapsed()));
+            tokio::select! {
+                answer = &mut rx => break answer.unwrap_or_else(|_| Err(ErrorObject::new(TRANSPORT_FAILED, "the connection closed"))),
+                Some(()) = touches.recv() => continue,
+                _ = idle => break Err(ErrorObject::new(TRANSPORT_FAILED, format!("no answer to {method} within {:?}", self.options.timeout))),
+                _ = cap => break Err(ErrorObject::new(TRANSPORT_FAILED, format!("{method} took longer than {:?}", self.options.max_timeout))),
+            }
+        };
+        let mut guard = guard;
+        guard.done = outcome.as_ref().is_ok() || outcome.as_ref().is_err_and(|e| e.code != TRANSPORT_FAILED);
+        drop(guard);
+        outcome
+    }
+
+    /// A request with `_meta` (modern), `input_required` rounds, and re-initialization when an
+    /// HTTP session expired.
+    pub async fn request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        progress: Option<ProgressFn>,
+    ) -> Result<Value, Error> {
+        let mut params = if params.is_null() { json!({}) } else { params };
+        let mut reinitialized = false;
+        for _round in 0..16 {
+            let (modern, version) = {
+                let s = self.state.read().unwrap();
+                (s.modern, s.version.clone())
+            };
+            let mut sent = params.clone();
+            if modern {
+                if let Value::Object(p) = &mut sent {
+                    let meta = p.entry("_meta").or_insert_with(|| json!({}));
+                    if let Value::Object(m) = meta {
+                        m.extend(self.meta(&version));
+                    }
+                }
+            }
+            let result = match self.raw(method, sent, progress.clone()).await {
+                Ok(result) => result,
+                Err(e) if e.code == SESSION_EXPIRED && !reinitialized => {
+                    reinitialized = true;
+                    self.initialize().await?;
+                    continue;
+                }
+                Err(e) if e.code == TRANSPORT_FAILED => return Err(Error::protocol(e.message)),
+                Err(e) => return Err(Error::from(e)),
+            };
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(result);
+            }
+            params = self.fulfil(params, &result).await?;
+        }
+        Err(Error::protocol(format!("{method}: too many input_required rounds")))
+    }
+
+    /// Builds the retry of an `input_required` result: the answers, and the state echoed.
+    async fn fulfil(&self, mut params: Value, result: &Value) -> Result<Value, Error> {
+        let mut responses = Map::new();
+        if let Some(Value::Object(requests)) = result.get("inputRequests") {
+            for (key, request) in requests {
+                let method = request["method"].as_str().unwrap_or("");
+                let answer = self.answer(method, request.get("params").cloned().unwrap_or(json!({}))).await?;
+                responses.insert(key.clone(), answer);
+            }
+        }
+        if let Value::Object(p) = &mut params {
+            p.insert("inputResponses".into(), Value::Object(responses));
+            match result.get("requestState") {
+                Some(state) => p.insert("requestState".into(), state.clone()),
+                None => p.remove("requestState"),
+            };
+        }
+        Ok(params)
+    }
+
+    /// Decides the era: a `server/discover` probe, else `initialize`.
+    pub async fn negotiate(self: &Arc<Self>, http: bool) -> Result<(), Error> {
+        if !self.options.legacy_only && self.discover(http).await? {
+            return Ok(());
+        }
+        self.initialize().await
+    }
+
+    /// `Ok(true)` when the server answered as a 2026-07-28 server.
+    async fn discover(self: &Arc<Self>, http: bool) -> Result<bool, Error> {
+        {
+            let mut s = self.state.write().unwrap();
+            s.modern = true;
+            s.version = ProtocolVersion::LATEST.to_owned();
+        }
+        self.sender()?.set_version(ProtocolVersion::LATEST, true);
+        let probe = json!({"_meta": self.meta(ProtocolVersion::LATEST)});
+        let answer = tokio::time::timeout(
+            self.options.timeout.min(std::time::Duration::from_secs(if http { 30 } else { 5 })),
+            self.raw("server/discover", probe, None),
+        )
+        .await;
+        let result = match answer {
+            Ok(Ok(result)) if result.get("supportedVersions").is_some() => result,
+            Ok(Err(e)) if e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
+                let supported: Vec<String> = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("supported"))
+                    .and_then(|s| serde_json::from_value(s.clone()).ok())
+                    .unwrap_or_default();
+                if supported.iter().any(|v| ProtocolVersion::LEGACY.contains(&v.as_str())) {
+                    self.state.write().unwrap().modern = false;
+                    return Ok(false);
+                }
+                return Err(Error::protocol(format!("the server supports none of our versions: {supported:?}")));
+            }
+            _ => {
+                self.state.write().unwrap().modern = false;
+                return Ok(false);
+            }
+        };
+        let mut s = self.state.write().unwrap();
+        s.supported = serde_json::from_value(result["supportedVersions"].clone()).unwrap_or_default();
+        s.capabilities = serde_json::from_value(result["capabilities"].clone()).unwrap_or_default();
+        s.instructions = result["instructions"].as_str().map(str::to_owned);
+        s.server_info = serde_json::from_value(result["_meta"][meta::SERVER_INFO].clone()).ok();
+        Ok(true)
+    }
+
+    /// The legacy handshake.
+    async fn initialize(self: &Arc<Self>) -> Result<(), Error> {
+        self.state.write().unwrap().modern = false;
+        self.sender()?.set_version(ProtocolVersion::LATEST_LEGACY, false);
+        let params = json!({
+            "protocolVersion": ProtocolVersion::LATEST_LEGACY,
+            "capabilities": self.options.capabilities(),
+            "clientInfo": self.options.client_info,
+        });
+        let result = self.raw("initialize", params, None).await.map_err(|e| {
+            if e.code == TRANSPORT_FAILED {
+                Error::protocol(e.message)
+            } else {
+                Error::from(e)
+            }
+        })?;
+        let version = result["protocolVersion"].as_str().unwrap_or("").to_owned();
+        if !ProtocolVersion::LEGACY.contains(&version.as_str()) {
+            return Err(Error::protocol(format!(
+                "the server chose protocol version {version:?}, which this client does not speak"
+            )));
+        }
+        self.sender()?.set_version(&version, false);
+        {
+            let mut s = self.state.write().unwrap();
+            s.version = version.clone();
+            s.supported = vec![version];
+            s.capabilities = serde_json::from_value(result["capabilities"].clone()).unwrap_or_default();
+            s.server_info = serde_json::from_value(result["serverInfo"].clone()).ok();
+            s.instructions = result["instructions"].as_str().map(str::to_owned);
+        }
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await
+    }
+
+    pub async fn close(&self) {
+        if let Ok(sender) = self.sender() {
+            sender.close().await;
+        }
+    }
+}
+
+/// Cancels a request whose caller stopped waiting.
+struct CancelOnDrop<'a> {
+    core: &'a Core,
+    id: RequestId,
+    done: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.core.pending.lock().unwrap().remove(&self.id);
+        if self.done {
+            return;
+        }
+        let Ok(sender) = self.core.sender() else { return };
+        sender.abandon(&self.id);
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": self.id, "reason": "the caller stopped waiting"}});
+        self.core.trace(Direction::Out, &note);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let _ = sender.send(note).await;
+            });
+        }
+    }
+}

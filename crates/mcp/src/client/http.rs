@@ -1,0 +1,345 @@
+//! The Streamable HTTP transport of the client, both eras: 2026-07-28 requests with their
+//! metadata headers, legacy sessions (`Mcp-Session-Id`, a 404 means "initialize again"), SSE
+//! responses that resume with `Last-Event-ID` after `retry:` when the server cuts them, and the
+//! 2024-11-05 HTTP+SSE transport as a last resort.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{header, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use mcp_types::RequestId;
+use serde_json::{json, Value};
+
+use super::core::{Core, Sender, SESSION_EXPIRED, TRANSPORT_FAILED};
+use super::sse::Parser;
+use crate::error::Error;
+use crate::server::BoxFuture;
+
+type Hyper = HyperClient<HttpConnector, Full<Bytes>>;
+
+#[derive(Default)]
+struct State {
+    session: Option<String>,
+    version: String,
+    modern: bool,
+    /// 2024-11-05: where to POST, learned from the `endpoint` event.
+    old_endpoint: Option<Uri>,
+}
+
+struct HttpSender {
+    client: Hyper,
+    url: Uri,
+    headers: Vec<(String, String)>,
+    state: Mutex<State>,
+    inflight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
+    core: Weak<Core>,
+}
+
+/// Wires an HTTP endpoint to `core`.
+pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
+    let url: Uri = url.parse().map_err(|e| Error::protocol(format!("invalid URL {url:?}: {e}")))?;
+    if url.scheme_str() != Some("http") {
+        return Err(Error::protocol(
+            "only http:// URLs are supported (put a TLS-terminating proxy in front for https)",
+        ));
+    }
+    let client = HyperClient::builder(TokioExecutor::new()).build_http();
+    let sender = Arc::new(HttpSender {
+        client,
+        url,
+        headers: core.options.headers.clone(),
+        state: Mutex::new(State::default()),
+        inflight: Mutex::new(HashMap::new()),
+        core: Arc::downgrade(core),
+    });
+    core.set_sender(Arc::new(sender));
+    Ok(())
+}
+
+/// A header value as the spec wants it: plain visible ASCII, else `=?base64?...?=`.
+fn header_value(value: &str) -> String {
+    use base64::Engine as _;
+    let plain = value.bytes().all(|b| (0x21..=0x7e).contains(&b) || b == b' ')
+        && value.trim() == value
+        && !value.starts_with("=?base64?");
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
+    }
+}
+
+impl HttpSender {
+    fn deliver(&self, message: Value) {
+        if let Some(core) = self.core.upgrade() {
+            match message {
+                Value::Array(items) => items.into_iter().for_each(|m| core.on_message(m)),
+                m => core.on_message(m),
+            }
+        }
+    }
+
+    fn fail(&self, id: &RequestId, code: mcp_types::ErrorCode, message: String) {
+        self.deliver(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}}));
+    }
+
+    fn build(
+        &self,
+        method: Method,
+        uri: &Uri,
+        message: Option<&Value>,
+        extra: &[(&str, String)],
+    ) -> Request<Full<Bytes>> {
+        let body = message.map(|m| Bytes::from(serde_json::to_vec(m).unwrap_or_default())).unwrap_or_default();
+        let mut b = Request::builder().method(method).uri(uri.clone());
+        b = b.header(
+            header::ACCEPT,
+            if message.is_some() { "application/json, text/event-stream" } else { "text/event-stream" },
+        );
+        if message.is_some() {
+            b = b.header(header::CONTENT_TYPE, "application/json");
+        }
+        for (k, v) in &self.headers {
+            b = b.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in extra {
+            b = b.header(*k, v.as_str());
+        }
+        b.body(Full::new(body)).expect("a valid request")
+    }
+
+    /// The protocol headers for `message` in the current era.
+    fn protocol_headers(&self, message: &Value) -> Vec<(&'static str, String)> {
+        let state = self.state.lock().unwrap();
+        let mut h = Vec::new();
+        if state.modern {
+            h.push(("mcp-protocol-version", state.version.clone()));
+            if let Some(method) = message["method"].as_str() {
+                h.push(("mcp-method", method.to_owned()));
+                let name = match method {
+                    "tools/call" | "prompts/get" => message["params"]["name"].as_str(),
+                    "resources/read" => message["params"]["uri"].as_str(),
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => message["params"]["taskId"].as_str(),
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    h.push(("mcp-name", header_value(name)));
+                }
+            }
+        } else {
+            if let Some(session) = &state.session {
+                h.push(("mcp-session-id", session.clone()));
+            }
+            if !state.version.is_empty() && message["method"] != "initialize" {
+                h.push(("mcp-protocol-version", state.version.clone()));
+            }
+        }
+        h
+    }
+
+    /// POSTs one request and delivers everything its response carries.
+    async fn post_request(self: Arc<Self>, id: RequestId, message: Value) {
+        let old = self.state.lock().unwrap().old_endpoint.clone();
+        if let Some(endpoint) = old {
+            // 2024-11-05: the answer comes on the event stream.
+            let request = self.build(Method::POST, &endpoint, Some(&message), &[]);
+            if let Err(e) = self.client.request(request).await {
+                self.fail(&id, TRANSPORT_FAILED, format!("POST failed: {e}"));
+            }
+            return;
+        }
+        let headers = self.protocol_headers(&message);
+        let request = self.build(Method::POST, &self.url, Some(&message), &headers);
+        let response = match self.client.request(request).await {
+            Ok(r) => r,
+            Err(e) => return self.fail(&id, TRANSPORT_FAILED, format!("cannot reach {}: {e}", self.url)),
+        };
+        let status = response.status();
+        if message["method"] == "initialize" {
+            if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                self.state.lock().unwrap().session = Some(session.to_owned());
+            }
+            if matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED) {
+                return self.open_old_transport(id, message).await;
+            }
+        }
+        let is_sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if status == StatusCode::NOT_FOUND && self.state.lock().unwrap().session.take().is_some() {
+            return self.fail(&id, SESSION_EXPIRED, "the session expired".into());
+        }
+        if is_sse && status.is_success() {
+            return self.follow_stream(id, response.into_body()).await;
+        }
+        let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(mut v) if v.get("jsonrpc").is_some() || v.is_array() => {
+                if v.get("error").is_some() && v["id"].is_null() {
+                    v["id"] = json!(id);
+                }
+                self.deliver(v)
+            }
+            _ if status == StatusCode::ACCEPTED => {}
+            _ => self.fail(
+                &id,
+                TRANSPORT_FAILED,
+                format!("HTTP {status}: {}", String::from_utf8_lossy(&body).chars().take(200).collect::<String>()),
+            ),
+        }
+    }
+
+    /// Reads an SSE response; when the server cuts it before the answer, resumes with GET and
+    /// `Last-Event-ID` after the advertised `retry:` delay.
+    async fn follow_stream(&self, id: RequestId, body: hyper::body::Incoming) {
+        let mut body = Some(body);
+        let mut last_id: Option<String> = None;
+        let mut retry = Duration::from_millis(1000);
+        for _attempt in 0..10 {
+            let Some(mut stream) = body.take() else { break };
+            let mut parser = Parser::default();
+            while let Some(frame) = stream.frame().await {
+                let Ok(frame) = frame else { break };
+                let Some(data) = frame.data_ref() else { continue };
+                for event in parser.feed(data) {
+                    if let Some(ms) = event.retry {
+                        retry = Duration::from_millis(ms);
+                    }
+                    if event.id.is_some() {
+                        last_id = event.id.clone();
+                    }
+                    let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
+                    let answers_us = message.get("id") == Some(&json!(id)) && message.get("method").is_none();
+                    self.deliver(message);
+                    if answers_us {
+                        return;
+                    }
+                }
+            }
+            // Cut before the answer: resume if we can.
+            let (Some(last), Some(session)) = (last_id.clone(), self.state.lock().unwrap().session.clone()) else {
+                break;
+            };
+            tokio::time::sleep(retry).await;
+            let version = self.state.lock().unwrap().version.clone();
+            let extra = [("mcp-session-id", session), ("last-event-id", last), ("mcp-protocol-version", version)];
+            let request = self.build(Method::GET, &self.url, None, &extra);
+            match self.client.request(request).await {
+                Ok(r) if r.status().is_success() => body = Some(r.into_body()),
+                _ => break,
+            }
+        }
+        self.fail(&id, TRANSPORT_FAILED, "the response stream ended before the answer".into());
+    }
+
+    /// 2024-11-05: GET the event stream, learn the endpoint, then POST `initialize` there.
+    async fn open_old_transport(self: Arc<Self>, id: RequestId, initialize: Value) {
+        let request = self.build(Method::GET, &self.url, None, &[]);
+        let response = match self.client.request(request).await {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => {
+                return self.fail(
+                    &id,
+                    TRANSPORT_FAILED,
+                    format!("HTTP {} on POST and GET: not an MCP endpoint", r.status()),
+                )
+            }
+            Err(e) => return self.fail(&id, TRANSPORT_FAILED, e.to_string()),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<Uri>();
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut body = response.into_body();
+            let mut parser = Parser::default();
+            let mut tx = Some(tx);
+            while let Some(Ok(frame)) = body.frame().await {
+                let Some(data) = frame.data_ref() else { continue };
+                for event in parser.feed(data) {
+                    if event.event.as_deref() == Some("endpoint") {
+                        let endpoint: Option<Uri> = if event.data.starts_with('/') {
+                            let authority = me.url.authority().map(|a| a.as_str()).unwrap_or("");
+                            format!("http://{authority}{}", event.data).parse().ok()
+                        } else {
+                            event.data.parse().ok()
+                        };
+                        if let (Some(tx), Some(endpoint)) = (tx.take(), endpoint) {
+                            let _ = tx.send(endpoint);
+                        }
+                    } else if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                        me.deliver(message);
+                    }
+                }
+            }
+            if let Some(core) = me.core.upgrade() {
+                core.closed();
+            }
+        });
+        match tokio::time::timeout(Duration::from_secs(10), rx).await {
+            Ok(Ok(endpoint)) => {
+                self.state.lock().unwrap().old_endpoint = Some(endpoint);
+                Box::pin(self.post_request(id, initialize)).await;
+            }
+            _ => self.fail(&id, TRANSPORT_FAILED, "no endpoint event on the HTTP+SSE stream".into()),
+        }
+    }
+}
+
+impl Sender for Arc<HttpSender> {
+    fn send(&self, message: Value) -> BoxFuture<Result<(), Error>> {
+        let me = self.clone();
+        Box::pin(async move {
+            let id = message.get("id").and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok());
+            match (id, message.get("method").is_some()) {
+                (Some(id), true) => {
+                    let task = tokio::spawn(me.clone().post_request(id.clone(), message));
+                    me.inflight.lock().unwrap().insert(id, task.abort_handle());
+                    Ok(())
+                }
+                _ => {
+                    // A notification or a response: POST, expect 202.
+                    let (uri, headers) = {
+                        let old = me.state.lock().unwrap().old_endpoint.clone();
+                        (old.unwrap_or_else(|| me.url.clone()), me.protocol_headers(&message))
+                    };
+                    let request = me.build(Method::POST, &uri, Some(&message), &headers);
+                    me.client
+                        .request(request)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| Error::protocol(format!("POST failed: {e}")))
+                }
+            }
+        })
+    }
+
+    fn abandon(&self, id: &RequestId) {
+        if let Some(task) = self.inflight.lock().unwrap().remove(id) {
+            task.abort(); // on 2026-07-28, closing the response stream is the cancellation
+        }
+    }
+
+    fn set_version(&self, version: &str, modern: bool) {
+        let mut s = self.state.lock().unwrap();
+        s.version = version.to_owned();
+        s.modern = modern;
+    }
+
+    fn close(&self) -> BoxFuture<()> {
+        let me = self.clone();
+        Box::pin(async move {
+            let session = me.state.lock().unwrap().session.take();
+            if let Some(session) = session {
+                let request = me.build(Method::DELETE, &me.url, None, &[("mcp-session-id", session)]);
+                let _ = me.client.request(request).await;
+            }
+        })
+    }
+}

@@ -1,0 +1,273 @@
+//! The client side: connect to any MCP server (a child process on stdio, or a Streamable HTTP
+//! URL), in either era, and call it with typed methods.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), mcp::Error> {
+//! use mcp::client::{Client, ClientOptions, StdioCommand};
+//! let client = Client::connect_stdio(StdioCommand::new("mcp-example"), ClientOptions::default()).await?;
+//! let tools = client.list_tools().await?;
+//! let result = client.call_tool("echo", serde_json::json!({"text": "hi"})).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The era is negotiated on connect: a `server/discover` probe (2026-07-28), falling back to
+//! `initialize` (2025-11-25 and earlier) when the server does not answer it as a modern server.
+//! Handlers answer what servers ask of clients (elicitation, sampling, roots), as requests on a
+//! legacy connection and as `input_required` retries on a modern one.
+
+mod core;
+mod http;
+pub mod sse;
+mod stdio;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_types::completion::{CompleteResult, CompletionArgument, CompletionRef};
+use mcp_types::elicitation::{ElicitParams, ElicitResult};
+use mcp_types::lifecycle::{ClientCapabilities, Implementation, ServerCapabilities};
+use mcp_types::prompts::{GetPromptResult, Prompt};
+use mcp_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
+use mcp_types::roots::ListRootsResult;
+use mcp_types::sampling::{CreateMessageParams, CreateMessageResult};
+use mcp_types::tools::{CallToolResult, Tool};
+use mcp_types::utilities::ProgressParams;
+use serde_json::{json, Value};
+
+use self::core::Core;
+pub use self::core::Direction;
+pub use stdio::StdioCommand;
+
+use crate::error::Error;
+use crate::server::BoxFuture;
+
+/// A callback that answers one kind of server question.
+pub type Handler<P, R> = Arc<dyn Fn(P) -> BoxFuture<Result<R, String>> + Send + Sync>;
+
+/// How to answer what servers ask of the client. A `None` handler means the capability is not
+/// declared.
+#[derive(Clone, Default)]
+pub struct Handlers {
+    /// `elicitation/create`.
+    pub elicitation: Option<Handler<ElicitParams, ElicitResult>>,
+    /// `sampling/createMessage`.
+    pub sampling: Option<Handler<CreateMessageParams, CreateMessageResult>>,
+    /// `roots/list`.
+    pub roots: Option<Handler<(), ListRootsResult>>,
+}
+
+/// Watches every message both ways (for `--trace`).
+pub type Tracer = Arc<dyn Fn(Direction, &Value) + Send + Sync>;
+
+/// Connection settings.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// Who the client is.
+    pub client_info: Implementation,
+    /// Answers to server questions; they also decide the declared capabilities.
+    pub handlers: Handlers,
+    /// A request fails when no answer or progress comes for this long (default 60 s).
+    pub timeout: Duration,
+    /// A request fails after this long whatever its progress (default 10 minutes).
+    pub max_timeout: Duration,
+    /// Extra HTTP headers (e.g. `Authorization`).
+    pub headers: Vec<(String, String)>,
+    /// Sees every message.
+    pub tracer: Option<Tracer>,
+    /// Skip the `server/discover` probe and speak the legacy handshake directly.
+    pub legacy_only: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            client_info: Implementation::new("mcp-rs", env!("CARGO_PKG_VERSION")),
+            handlers: Handlers::default(),
+            timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(600),
+            headers: Vec::new(),
+            tracer: None,
+            legacy_only: false,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// The capabilities the handlers imply.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.handlers.elicitation.is_some() {
+            caps.elicitation = Some(mcp_types::lifecycle::ElicitationCapability {
+                form: Some(Default::default()),
+                url: Some(Default::default()),
+            });
+        }
+        if self.handlers.sampling.is_some() {
+            caps.sampling = Some(Default::default());
+        }
+        if self.handlers.roots.is_some() {
+            caps.roots = Some(Default::default());
+        }
+        caps
+    }
+}
+
+/// A connection to one server. Cheap to clone; the connection closes when the last clone drops
+/// (a child process is ended).
+#[derive(Clone)]
+pub struct Client {
+    core: Arc<Core>,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone)]
+pub struct ServerDescription {
+    /// The protocol version in use.
+    pub protocol_version: String,
+    /// Whether the connection is 2026-07-28 (stateless).
+    pub modern: bool,
+    /// The versions the server listed (modern), or the negotiated one.
+    pub supported_versions: Vec<String>,
+    /// Who the server is.
+    pub server_info: Option<Implementation>,
+    /// What it offers.
+    pub capabilities: ServerCapabilities,
+    /// Its guidance for models.
+    pub instructions: Option<String>,
+}
+
+impl Client {
+    /// Spawns a server process and connects over its stdin and stdout.
+    pub async fn connect_stdio(command: StdioCommand, options: ClientOptions) -> Result<Client, Error> {
+        let core = Core::new(options);
+        stdio::start(&core, command)?;
+        core.negotiate(false).await?;
+        Ok(Client { core })
+    }
+
+    /// Connects to a Streamable HTTP endpoint (or a 2024-11-05 HTTP+SSE one).
+    pub async fn connect_http(url: &str, options: ClientOptions) -> Result<Client, Error> {
+        let core = Core::new(options);
+        http::start(&core, url)?;
+        core.negotiate(true).await?;
+        Ok(Client { core })
+    }
+
+    /// What the server said about itself when connecting.
+    pub fn description(&self) -> ServerDescription {
+        self.core.description()
+    }
+
+    /// The stderr the child process wrote so far (stdio only).
+    pub fn stderr(&self) -> String {
+        self.core.stderr()
+    }
+
+    /// Sends any request and returns its raw result (after `input_required` rounds).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, Error> {
+        self.core.request(method, params, None).await
+    }
+
+    /// Like [`Client::request`], reporting `notifications/progress` to `on_progress`.
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Value,
+        on_progress: impl Fn(ProgressParams) + Send + Sync + 'static,
+    ) -> Result<Value, Error> {
+        self.core.request(method, params, Some(Arc::new(on_progress))).await
+    }
+
+    async fn typed<T: serde::de::DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, Error> {
+        let value = self.request(method, params).await?;
+        serde_json::from_value(value).map_err(|e| Error::protocol(format!("malformed {method} result: {e}")))
+    }
+
+    async fn all_pages<T: serde::de::DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..1000 {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let page = self.request(method, params).await?;
+            let list = page.get(field).cloned().unwrap_or(Value::Array(Vec::new()));
+            let list: Vec<T> =
+                serde_json::from_value(list).map_err(|e| Error::protocol(format!("malformed {method} result: {e}")))?;
+            items.extend(list);
+            cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(items)
+    }
+
+    /// Every tool (all pages).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.all_pages("tools/list", "tools").await
+    }
+
+    /// Calls a tool. A tool failure is `Ok` with `isError: true`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.typed("tools/call", json!({"name": name, "arguments": arguments})).await
+    }
+
+    /// Calls a tool, reporting progress.
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: Value,
+        on_progress: impl Fn(ProgressParams) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, Error> {
+        let value = self
+            .request_with_progress("tools/call", json!({"name": name, "arguments": arguments}), on_progress)
+            .await?;
+        serde_json::from_value(value).map_err(|e| Error::protocol(format!("malformed tools/call result: {e}")))
+    }
+
+    /// Every resource (all pages).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.all_pages("resources/list", "resources").await
+    }
+
+    /// Every resource template (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.all_pages("resources/templates/list", "resourceTemplates").await
+    }
+
+    /// Reads a resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        self.typed("resources/read", json!({"uri": uri})).await
+    }
+
+    /// Every prompt (all pages).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.all_pages("prompts/list", "prompts").await
+    }
+
+    /// Renders a prompt.
+    pub async fn get_prompt(&self, name: &str, arguments: BTreeMap<String, String>) -> Result<GetPromptResult, Error> {
+        self.typed("prompts/get", json!({"name": name, "arguments": arguments})).await
+    }
+
+    /// Completes an argument.
+    pub async fn complete(
+        &self,
+        reference: CompletionRef,
+        argument: CompletionArgument,
+    ) -> Result<CompleteResult, Error> {
+        self.typed("completion/complete", json!({"ref": reference, "argument": argument})).await
+    }
+
+    /// `ping` (legacy servers; a modern server answers `server/discover` instead).
+    pub async fn ping(&self) -> Result<(), Error> {
+        let method = if self.core.description().modern { "server/discover" } else { "ping" };
+        self.request(method, json!({})).await.map(|_| ())
+    }
+
+    /// Ends the connection: closes stdin and waits briefly for the child (stdio), deletes the
+    /// session (HTTP).
+    pub async fn close(self) {
+        self.core.close().await;
+    }
+}
