@@ -1,9 +1,9 @@
 //! `mcp` end to end: real processes and sockets against `mcp-example`, over stdio and HTTP in
 //! both eras, `--json`, `--config`, and each exit code from a real failure.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -43,16 +43,13 @@ impl Drop for Http {
     }
 }
 
+/// `mcp-example --http` on a port the OS picks, read from its "serving MCP on URL" line.
 fn http_server() -> Http {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child =
-        Command::new(example()).args(["--http", &format!("127.0.0.1:{port}")]).stderr(Stdio::null()).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Http(child, format!("http://127.0.0.1:{port}/mcp"))
+    let mut child = Command::new(example()).args(["--http", "127.0.0.1:0"]).stderr(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    Http(child, url)
 }
 
 fn json(out: &Output) -> Value {

@@ -1,10 +1,9 @@
 //! `mcp-example --http 127.0.0.1:PORT` as a host configured with its URL reaches it: the legacy
 //! handshake and 2026-07-28 requests, over a real socket to the real binary.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -17,24 +16,18 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
+/// Starts the server on a port the OS picks, read from its "serving MCP on ..." line.
 fn start() -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_mcp-example"))
-        .args(["--http", &format!("127.0.0.1:{port}")])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-example"))
+        .args(["--http", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.trim().rsplit(':').next().and_then(|p| p.trim_end_matches("/mcp").parse().ok()).expect(&line);
     Server(child, port)
 }
 

@@ -1,23 +1,20 @@
 //! `paypedia --http` over a real socket: the walkthrough's check as a 2026-07-28 request.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 #[test]
 fn iban_check_over_streamable_http() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // The OS picks the port; the server names it on its first stderr line.
     let mut child = Command::new(env!("CARGO_BIN_EXE_paypedia"))
-        .args(["--http", &format!("127.0.0.1:{port}")])
-        .stderr(Stdio::null())
+        .args(["--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "paypedia did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.trim().trim_end_matches("/mcp").rsplit(':').next().and_then(|p| p.parse().ok()).expect(&line);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"iban_check","arguments":{"input":"FR7630006000011234567890189"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
