@@ -35,3 +35,28 @@ fi
 cli=$(ls "$CONFORMANCE_CACHE"/conformance-"$ALPHA"-sdk*/node_modules/@modelcontextprotocol/conformance/dist/index.js | head -n 1)
 skip=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\1/p' | tr '\n' ' ')
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "$url"
+
+# --- client scenarios: the suite drives mcp-client-conformance against its own test servers ---
+cargo build --locked -q -p mcp-cli --bin mcp-client-conformance
+client_bin="$PWD/target/debug/mcp-client-conformance"
+client_failed=0
+client_passed=0
+for version in 0.1.16 "$ALPHA"; do
+    cli=$(ls "$CONFORMANCE_CACHE"/conformance-"$version"-sdk*/node_modules/@modelcontextprotocol/conformance/dist/index.js | head -n 1)
+    # OAuth scenarios belong to later work; extension and draft ones are not part of a release.
+    scenarios=$("$node" "$cli" list --client | grep -v -e 'auth/' -e '\[extension\]' -e '\[draft\]' | sed -n 's/^  - \([^ ]*\).*/\1/p')
+    echo "== conformance $version client scenarios" >&2
+    for s in $scenarios; do
+        out=$(timeout -k 5 120 "$node" "$cli" client --command "$client_bin" --scenario "$s" 2>&1) && rc=0 || rc=$?
+        summary=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^Passed: ' | tail -n 1)
+        if [ "$rc" -eq 0 ] && grep -qE ', 0 failed, 0 warnings' <<<"$summary"; then
+            client_passed=$((client_passed + 1)); verdict=PASS
+        else
+            client_failed=$((client_failed + 1)); verdict=FAIL
+            sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | tail -n 30 >&2
+        fi
+        printf '%-5s %-10s %-40s %s\n' "$verdict" "$version" "$s" "$summary"
+    done
+done
+echo "$client_passed passed, $client_failed failed"
+[ "$client_failed" -eq 0 ]

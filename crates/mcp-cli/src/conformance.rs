@@ -31,6 +31,7 @@ fn arguments_for(schema: &Map<String, Value>) -> Value {
 
 async fn run(url: &str) -> Result<(), String> {
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -57,6 +58,10 @@ async fn run(url: &str) -> Result<(), String> {
         handlers: Handlers { elicitation: Some(elicitation), sampling: Some(sampling), roots: None },
         timeout: Duration::from_secs(20),
         legacy_only: version.starts_with("2024") || version.starts_with("2025"),
+        tracer: Some(Arc::new(|direction: mcp::client::Direction, message: &Value| {
+            let arrow = if direction == mcp::client::Direction::Out { "→" } else { "←" };
+            eprintln!("{arrow} {message}");
+        })),
         ..ClientOptions::default()
     };
     let client = Client::connect_http(url, options).await.map_err(|e| format!("connect: {e}"))?;
@@ -67,6 +72,18 @@ async fn run(url: &str) -> Result<(), String> {
                 let name = call["name"].as_str().unwrap_or_default();
                 let result = client.call_tool(name, call["arguments"].clone()).await;
                 eprintln!("tools/call {name}: {result:?}");
+            }
+        }
+        None if scenario == "json-schema-2020-12-preservation" => {
+            // Echo the richest schema back through the tool that takes a `schema` argument.
+            let focal = tools
+                .iter()
+                .find(|t| t.input_schema.contains_key("$defs"))
+                .map(|t| Value::Object(t.input_schema.clone()));
+            let echo = tools.iter().find(|t| t.input_schema.get("properties").and_then(|p| p.get("schema")).is_some());
+            if let (Some(schema), Some(echo)) = (focal, echo) {
+                let result = client.call_tool(&echo.name, json!({"schema": schema})).await;
+                eprintln!("tools/call {}: {result:?}", echo.name);
             }
         }
         None => {

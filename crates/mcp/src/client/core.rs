@@ -49,6 +49,8 @@ pub(crate) trait Sender: Send + Sync {
     fn abandon(&self, id: &RequestId);
     /// After `initialize`: the negotiated version (HTTP uses it in headers).
     fn set_version(&self, _version: &str, _modern: bool) {}
+    /// After a legacy `initialize`: open what carries server-initiated messages (HTTP: GET).
+    fn after_initialize(&self) {}
     /// Ends the connection.
     fn close(&self) -> crate::server::BoxFuture<()>;
     /// Captured stderr (stdio).
@@ -69,6 +71,10 @@ struct Negotiated {
 
 pub(crate) struct Core {
     pub options: ClientOptions,
+    /// Per tool, the arguments mirrored into `Mcp-Param-*` headers (from the last tools/list).
+    pub header_params: RwLock<HashMap<String, Vec<(String, String)>>>,
+    /// Whether the transport is HTTP (tools with invalid `x-mcp-header` are then dropped).
+    pub http: std::sync::atomic::AtomicBool,
     sender: RwLock<Option<Arc<dyn Sender>>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     next_id: AtomicI64,
@@ -79,6 +85,8 @@ impl Core {
     pub fn new(options: ClientOptions) -> Arc<Core> {
         Arc::new(Core {
             options,
+            header_params: RwLock::new(HashMap::new()),
+            http: std::sync::atomic::AtomicBool::new(false),
             sender: RwLock::new(None),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
@@ -325,13 +333,17 @@ impl Core {
 
     /// `Ok(true)` when the server answered as a 2026-07-28 server.
     async fn discover(self: &Arc<Self>, http: bool) -> Result<bool, Error> {
+        self.discover_with(http, ProtocolVersion::LATEST.to_owned(), false).await
+    }
+
+    async fn discover_with(self: &Arc<Self>, http: bool, version: String, retried: bool) -> Result<bool, Error> {
         {
             let mut s = self.state.write().unwrap();
             s.modern = true;
-            s.version = ProtocolVersion::LATEST.to_owned();
+            s.version = version.clone();
         }
-        self.sender()?.set_version(ProtocolVersion::LATEST, true);
-        let probe = json!({"_meta": self.meta(ProtocolVersion::LATEST)});
+        self.sender()?.set_version(&version, true);
+        let probe = json!({"_meta": self.meta(&version)});
         let answer = tokio::time::timeout(
             self.options.timeout.min(std::time::Duration::from_secs(if http { 30 } else { 5 })),
             self.raw("server/discover", probe, None),
@@ -346,6 +358,11 @@ impl Core {
                     .and_then(|d| d.get("supported"))
                     .and_then(|s| serde_json::from_value(s.clone()).ok())
                     .unwrap_or_default();
+                let modern = supported.iter().find(|v| ProtocolVersion::MODERN.contains(&v.as_str()));
+                if let (Some(version), false) = (modern, retried) {
+                    // The server named a 2026 version we speak: probe again with it, once.
+                    return Box::pin(self.discover_with(http, version.clone(), true)).await;
+                }
                 if supported.iter().any(|v| ProtocolVersion::LEGACY.contains(&v.as_str())) {
                     self.state.write().unwrap().modern = false;
                     return Ok(false);
@@ -396,7 +413,9 @@ impl Core {
             s.server_info = serde_json::from_value(result["serverInfo"].clone()).ok();
             s.instructions = result["instructions"].as_str().map(str::to_owned);
         }
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+        self.sender()?.after_initialize();
+        Ok(())
     }
 
     pub async fn close(&self) {

@@ -58,6 +58,7 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
         inflight: Mutex::new(HashMap::new()),
         core: Arc::downgrade(core),
     });
+    core.http.store(true, std::sync::atomic::Ordering::Relaxed);
     core.set_sender(Arc::new(sender));
     Ok(())
 }
@@ -89,12 +90,12 @@ impl HttpSender {
         self.deliver(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}}));
     }
 
-    fn build(
+    fn build<K: AsRef<str>>(
         &self,
         method: Method,
         uri: &Uri,
         message: Option<&Value>,
-        extra: &[(&str, String)],
+        extra: &[(K, String)],
     ) -> Request<Full<Bytes>> {
         let body = message.map(|m| Bytes::from(serde_json::to_vec(m).unwrap_or_default())).unwrap_or_default();
         let mut b = Request::builder().method(method).uri(uri.clone());
@@ -109,19 +110,38 @@ impl HttpSender {
             b = b.header(k.as_str(), v.as_str());
         }
         for (k, v) in extra {
-            b = b.header(*k, v.as_str());
+            b = b.header(k.as_ref(), v.as_str());
         }
         b.body(Full::new(body)).expect("a valid request")
     }
 
+    /// `Mcp-Param-*` for a tool call's annotated arguments (absent or null: no header).
+    fn param_headers(&self, message: &Value) -> Vec<(String, String)> {
+        let Some(core) = self.core.upgrade() else { return Vec::new() };
+        let name = message["params"]["name"].as_str().unwrap_or_default();
+        let params = core.header_params.read().unwrap().get(name).cloned().unwrap_or_default();
+        params
+            .into_iter()
+            .filter_map(|(arg, header)| {
+                let value = match &message["params"]["arguments"][&arg] {
+                    Value::String(s) => header_value(s),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Number(n) => n.to_string(),
+                    _ => return None,
+                };
+                Some((format!("mcp-param-{}", header.to_ascii_lowercase()), value))
+            })
+            .collect()
+    }
+
     /// The protocol headers for `message` in the current era.
-    fn protocol_headers(&self, message: &Value) -> Vec<(&'static str, String)> {
+    fn protocol_headers(&self, message: &Value) -> Vec<(String, String)> {
         let state = self.state.lock().unwrap();
         let mut h = Vec::new();
         if state.modern {
-            h.push(("mcp-protocol-version", state.version.clone()));
+            h.push(("mcp-protocol-version".to_owned(), state.version.clone()));
             if let Some(method) = message["method"].as_str() {
-                h.push(("mcp-method", method.to_owned()));
+                h.push(("mcp-method".to_owned(), method.to_owned()));
                 let name = match method {
                     "tools/call" | "prompts/get" => message["params"]["name"].as_str(),
                     "resources/read" => message["params"]["uri"].as_str(),
@@ -129,15 +149,18 @@ impl HttpSender {
                     _ => None,
                 };
                 if let Some(name) = name {
-                    h.push(("mcp-name", header_value(name)));
+                    h.push(("mcp-name".to_owned(), header_value(name)));
+                }
+                if method == "tools/call" {
+                    h.extend(self.param_headers(message));
                 }
             }
         } else {
             if let Some(session) = &state.session {
-                h.push(("mcp-session-id", session.clone()));
+                h.push(("mcp-session-id".to_owned(), session.clone()));
             }
             if !state.version.is_empty() && message["method"] != "initialize" {
-                h.push(("mcp-protocol-version", state.version.clone()));
+                h.push(("mcp-protocol-version".to_owned(), state.version.clone()));
             }
         }
         h
@@ -148,7 +171,7 @@ impl HttpSender {
         let old = self.state.lock().unwrap().old_endpoint.clone();
         if let Some(endpoint) = old {
             // 2024-11-05: the answer comes on the event stream.
-            let request = self.build(Method::POST, &endpoint, Some(&message), &[]);
+            let request = self.build::<&str>(Method::POST, &endpoint, Some(&message), &[]);
             if let Err(e) = self.client.request(request).await {
                 self.fail(&id, TRANSPORT_FAILED, format!("POST failed: {e}"));
             }
@@ -240,9 +263,49 @@ impl HttpSender {
         self.fail(&id, TRANSPORT_FAILED, "the response stream ended before the answer".into());
     }
 
+    /// The session's GET stream: server-initiated requests and notifications. Reconnects with
+    /// `Last-Event-ID` while the session lives; a 405 means the server offers none.
+    async fn listen(self: Arc<Self>, session: String) {
+        let mut last_id: Option<String> = None;
+        let mut retry = Duration::from_millis(1000);
+        for _attempt in 0..100 {
+            if self.state.lock().unwrap().session.as_deref() != Some(session.as_str()) || self.core.upgrade().is_none()
+            {
+                return;
+            }
+            let version = self.state.lock().unwrap().version.clone();
+            let mut extra = vec![("mcp-session-id", session.clone()), ("mcp-protocol-version", version)];
+            if let Some(last) = &last_id {
+                extra.push(("last-event-id", last.clone()));
+            }
+            let request = self.build(Method::GET, &self.url, None, &extra);
+            let response = match self.client.request(request).await {
+                Ok(r) if r.status().is_success() => r,
+                _ => return,
+            };
+            let mut body = response.into_body();
+            let mut parser = Parser::default();
+            while let Some(Ok(frame)) = body.frame().await {
+                let Some(data) = frame.data_ref() else { continue };
+                for event in parser.feed(data) {
+                    if let Some(ms) = event.retry {
+                        retry = Duration::from_millis(ms);
+                    }
+                    if event.id.is_some() {
+                        last_id = event.id.clone();
+                    }
+                    if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
+                        self.deliver(message);
+                    }
+                }
+            }
+            tokio::time::sleep(retry).await;
+        }
+    }
+
     /// 2024-11-05: GET the event stream, learn the endpoint, then POST `initialize` there.
     async fn open_old_transport(self: Arc<Self>, id: RequestId, initialize: Value) {
-        let request = self.build(Method::GET, &self.url, None, &[]);
+        let request = self.build::<&str>(Method::GET, &self.url, None, &[]);
         let response = match self.client.request(request).await {
             Ok(r) if r.status().is_success() => r,
             Ok(r) => {
@@ -318,6 +381,15 @@ impl Sender for Arc<HttpSender> {
                 }
             }
         })
+    }
+
+    fn after_initialize(&self) {
+        let (session, old) = {
+            let s = self.state.lock().unwrap();
+            (s.session.clone(), s.old_endpoint.is_some())
+        };
+        let Some(session) = session.filter(|_| !old) else { return };
+        tokio::spawn(self.clone().listen(session));
     }
 
     fn abandon(&self, id: &RequestId) {

@@ -16,6 +16,7 @@
 //! legacy connection and as `input_required` retries on a modern one.
 
 mod core;
+mod headers;
 mod http;
 pub mod sse;
 mod stdio;
@@ -202,9 +203,23 @@ impl Client {
         Ok(items)
     }
 
-    /// Every tool (all pages).
+    /// Every tool (all pages). On HTTP, tools whose `x-mcp-header` annotations break the rules
+    /// are left out (the spec says a client must not call them), and the others' annotated
+    /// arguments are mirrored into `Mcp-Param-*` headers on calls.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        self.all_pages("tools/list", "tools").await
+        let mut tools: Vec<Tool> = self.all_pages("tools/list", "tools").await?;
+        if self.core.http.load(std::sync::atomic::Ordering::Relaxed) {
+            tools.retain(|t| match headers::header_params(t) {
+                Ok(_) => true,
+                Err(why) => {
+                    tracing::warn!("leaving out tool {:?}: {why}", t.name);
+                    false
+                }
+            });
+        }
+        let params = tools.iter().filter_map(|t| Some((t.name.clone(), headers::header_params(t).ok()?))).collect();
+        *self.core.header_params.write().unwrap() = params;
+        Ok(tools)
     }
 
     /// Calls a tool. A tool failure is `Ok` with `isError: true`.
