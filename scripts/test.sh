@@ -13,8 +13,11 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://ru
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
-log "official conformance suite against mcp-server-conformance (HTTP)"
+log "official conformance suite: mcp-server-conformance (server) and mcp-client-conformance (client)"
 bash scripts/conformance.sh
+
+log "interoperability with the official TypeScript SDK"
+bash scripts/interop.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"

@@ -227,6 +227,7 @@ async fn run(cli: &Cli) -> Result<Value, Failure> {
     let target = target(cli)?;
     let client = target.connect(options(cli)).await.map_err(|e| Failure::Connect(format!("{e}")))?;
     let result = execute(cli, &client).await;
+    report(cli, &result); // the answer first; then the polite shutdown of the server
     client.close().await;
     result
 }
@@ -278,7 +279,10 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
         },
         None => Map::new(),
     };
-    if !pairs.is_empty() {
+    // Values that can only be strings need no schema; anything else is read by the tool's schema.
+    let ambiguous =
+        pairs.iter().any(|p| p.split_once('=').is_some_and(|(_, v)| serde_json::from_str::<Value>(v).is_ok()));
+    if ambiguous {
         let tools = client.list_tools().await.map_err(protocol)?;
         let schema =
             tools.iter().find(|t| t.name == name).map(|t| Value::Object(t.input_schema.clone())).unwrap_or(Value::Null);
@@ -286,6 +290,11 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
             let (k, v) = split_pair(pair)?;
             let kind = schema["properties"][&k]["type"].clone();
             arguments.insert(k, output::coerce(&v, &kind));
+        }
+    } else {
+        for pair in pairs {
+            let (k, v) = split_pair(pair)?;
+            arguments.insert(k, Value::String(v));
         }
     }
     let show_progress = !cli.json && std::io::stderr().is_terminal();
@@ -309,20 +318,24 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    let outcome = runtime.block_on(run(&cli));
-    let (code, value) = match outcome {
-        Ok(value) => (0, value),
-        Err(Failure::Usage(m)) => {
-            eprintln!("mcp: {m}");
-            return ExitCode::from(2);
-        }
+/// The exit code and the document of an outcome.
+fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
+    match result {
+        Ok(value) => (0, value.clone()),
+        Err(Failure::Usage(m)) => (2, json!({"error": "usage", "message": m})),
         Err(Failure::Connect(m)) => (3, json!({"error": "cannot connect", "message": m})),
         Err(Failure::Protocol(m)) => (4, json!({"error": "protocol error", "message": m})),
-        Err(Failure::ToolError(v)) => (5, v),
-    };
+        Err(Failure::ToolError(v)) => (5, v.clone()),
+    }
+}
+
+/// Prints an outcome: one JSON document with --json, else text for a person.
+fn report(cli: &Cli, result: &Result<Value, Failure>) {
+    let (code, value) = outcome(result);
+    if code == 2 {
+        eprintln!("mcp: {}", value["message"].as_str().unwrap_or(""));
+        return;
+    }
     // A closed stdout (`mcp ... | head`) is not an error worth a panic.
     let mut stdout = std::io::stdout();
     if cli.json {
@@ -332,7 +345,16 @@ fn main() -> ExitCode {
     } else {
         let _ = write!(stdout, "{}", output::human(&cli.command_name(), &value));
     }
-    ExitCode::from(code)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let result = runtime.block_on(run(&cli));
+    if matches!(result, Err(Failure::Usage(_) | Failure::Connect(_))) {
+        report(&cli, &result); // failures before a connection are reported here
+    }
+    ExitCode::from(outcome(&result).0)
 }
 
 impl Cli {

@@ -20,6 +20,7 @@ mod completion;
 mod context;
 mod dispatch;
 pub(crate) mod era;
+mod flat_schema;
 mod pagination;
 mod params;
 mod prompt;

@@ -49,7 +49,14 @@ pub fn input_schema_for<T: JsonSchema>() -> JsonObject {
 
 /// A compiled schema that explains every violation in words a model can act on.
 pub struct CompiledSchema {
-    validator: Validator,
+    inner: Compiled,
+}
+
+enum Compiled {
+    /// The common flat shape, checked directly.
+    Flat(super::flat_schema::FlatSchema),
+    /// Everything else, by the general validator.
+    General(Box<Validator>),
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -61,21 +68,32 @@ impl std::fmt::Debug for CompiledSchema {
 impl CompiledSchema {
     /// Compiles a schema; `Err` names what is wrong with it.
     pub fn compile(schema: &JsonObject) -> Result<Self, String> {
+        if let Some(flat) = super::flat_schema::FlatSchema::from_schema(schema) {
+            return Ok(CompiledSchema { inner: Compiled::Flat(flat) });
+        }
         let value = Value::Object(schema.clone());
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&value)
             .map_err(|e| format!("invalid JSON Schema: {e}"))?;
-        Ok(CompiledSchema { validator })
+        Ok(CompiledSchema { inner: Compiled::General(Box::new(validator)) })
+    }
+
+    /// Whether the general validator handles this schema (it is not a flat one).
+    pub fn is_general(&self) -> bool {
+        matches!(self.inner, Compiled::General(_))
     }
 
     /// `Ok` when `instance` matches, else one line per violation (at most 10), each naming where.
     pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
-        if self.validator.is_valid(instance) {
+        let validator = match &self.inner {
+            Compiled::Flat(flat) => return flat.check(instance),
+            Compiled::General(validator) => validator,
+        };
+        if validator.is_valid(instance) {
             return Ok(());
         }
-        let problems: Vec<String> = self
-            .validator
+        let problems: Vec<String> = validator
             .iter_errors(instance)
             .take(10)
             .map(|e| {
