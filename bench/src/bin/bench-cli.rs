@@ -15,7 +15,10 @@ fn main() {
     let no_fail = std::env::args().any(|a| a == "--no-fail");
     let mcp = sibling_binary("mcp");
     let example = sibling_binary("mcp-example");
-    mcp_bench::pin_to_one_cpu();
+    let pinned = std::env::args().any(|a| a == "--pinned");
+    if pinned {
+        mcp_bench::pin_to_one_cpu();
+    }
     let (mut ours, mut floor) = (Vec::new(), Vec::new());
     for _ in 0..40 {
         let (d, out) = time(|| {
@@ -41,7 +44,7 @@ fn main() {
     let ratio = ours.as_secs_f64() / floor.as_secs_f64();
     let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
     report(
-        "mcp call, start to exit (us)",
+        if pinned { "mcp call, start to exit, one core (us)" } else { "mcp call, start to exit (us)" },
         us(ours),
         us(floor),
         "us",
