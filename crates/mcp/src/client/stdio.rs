@@ -1,16 +1,18 @@
 //! The stdio transport of the client: a child process, newline-delimited JSON on its stdin and
 //! stdout, its stderr kept apart (and capped). The child is ended when the client is dropped.
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_types::RequestId;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+
+use crate::transport::stdio::{reader_for, writer_for};
 
 use super::core::{Core, Sender};
 use crate::error::Error;
@@ -52,6 +54,8 @@ impl StdioCommand {
 }
 
 struct StdioSender {
+    /// Set when the child's stdout ends (it exited, or is about to).
+    stdout_closed: tokio::sync::watch::Receiver<bool>,
     /// Taken on close, which closes the child's stdin.
     tx: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     child: Mutex<Option<Child>>,
@@ -74,13 +78,24 @@ impl Sender for StdioSender {
     fn close(&self) -> BoxFuture<()> {
         let child = self.child.lock().unwrap().take();
         let tx = self.tx.lock().unwrap().take();
+        let mut closed = self.stdout_closed.clone();
         Box::pin(async move {
-            drop(tx);
+            drop(tx); // the writer task ends, closing the child's stdin
             let Some(mut child) = child else { return };
-            // Close stdin (the writer ends when every sender is gone), wait, then kill.
-            if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
-                let _ = child.kill().await;
+            // Wait up to 2 s for the child to exit on its own, then kill it. A pidfd says the
+            // moment it exits; without one, its stdout closing says when to start looking.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            if !exit_watch(&child, Duration::from_secs(2)).await {
+                let _ = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c)).await;
             }
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
         })
     }
 
@@ -89,10 +104,54 @@ impl Sender for StdioSender {
     }
 }
 
+/// Waits (up to `limit`) until `child` exits, through a Linux pidfd; `false` if none is available.
+#[allow(unsafe_code)]
+async fn exit_watch(child: &Child, limit: Duration) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::c_long, 0 as libc::c_long) };
+        if fd < 0 {
+            return false;
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd as std::os::fd::RawFd) };
+        // SAFETY: the OwnedFd stays open for as long as the AsyncFd holds it.
+        let Ok(watch) = (unsafe { tokio::io::unix::AsyncFd::register(owned) }) else { return false };
+        let _ = tokio::time::timeout(limit, watch.readable()).await;
+        true
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (child, limit);
+        false
+    }
+}
+
+/// Says "stdout closed" when the reader task ends, however it ends.
+struct CloseSignal(tokio::sync::watch::Sender<bool>);
+
+impl Drop for CloseSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl Drop for StdioSender {
+    /// A client dropped without `close()` ends its child: no orphans, no zombies.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Spawns the child and wires it to `core`.
 pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error> {
     let mut cmd = Command::new(&command.program);
-    cmd.args(&command.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd.args(&command.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, v) in &command.env {
         cmd.env(k, v);
     }
@@ -102,9 +161,10 @@ pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", command.program))))?;
-    let mut stdin = child.stdin.take().ok_or_else(Error::closed)?;
-    let stdout = child.stdout.take().ok_or_else(Error::closed)?;
-    let mut stderr = child.stderr.take().ok_or_else(Error::closed)?;
+    // The pipes, driven by the reactor (no blocking threads).
+    let mut stdin = writer_for(OwnedFd::from(child.stdin.take().ok_or_else(Error::closed)?))?;
+    let stdout = reader_for(OwnedFd::from(child.stdout.take().ok_or_else(Error::closed)?))?;
+    let mut stderr = reader_for(OwnedFd::from(child.stderr.take().ok_or_else(Error::closed)?))?;
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(async move {
         while let Some(line) = rx.recv().await {
@@ -128,7 +188,9 @@ pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error
         }
     });
     let weak: Weak<Core> = Arc::downgrade(core);
+    let (closed_tx, stdout_closed) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
+        let _closed = CloseSignal(closed_tx);
         let mut lines = BufReader::new(stdout).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             let Some(core) = weak.upgrade() else { return };
@@ -142,6 +204,7 @@ pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error
         }
     });
     core.set_sender(Arc::new(StdioSender {
+        stdout_closed,
         tx: Mutex::new(Some(tx)),
         child: Mutex::new(Some(child)),
         stderr: captured,
