@@ -11,15 +11,20 @@ fn mcp() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcp"))
 }
 
-/// The `mcp-example` binary next to `mcp`, built if this test runs alone.
+/// The `mcp-example` binary next to `mcp`, brought up to date once per test run (cargo does not
+/// rebuild another package's binary for this package's tests).
 fn example() -> PathBuf {
-    let path = mcp().with_file_name("mcp-example");
-    if !path.exists() {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo).args(["build", "-q", "-p", "mcp-example"]).status().unwrap();
+        let mut args = vec!["build", "-q", "-p", "mcp-example"];
+        if mcp().parent().is_some_and(|d| d.ends_with("release")) {
+            args.push("--release");
+        }
+        let status = Command::new(cargo).args(&args).status().unwrap();
         assert!(status.success(), "building mcp-example");
-    }
-    path
+    });
+    mcp().with_file_name("mcp-example")
 }
 
 fn run(args: &[&str]) -> Output {
@@ -119,4 +124,16 @@ fn trace_shows_every_message_on_stderr_and_json_keeps_stdout_clean() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("→ {") && stderr.contains("← {"), "{stderr}");
     assert_eq!(json(&out)["content"][0]["text"], "x");
+}
+
+#[test]
+fn falls_back_to_the_2024_11_05_http_sse_transport() {
+    let server = http_server();
+    let old = server.1.replace("/mcp", "/sse");
+    let out = run(&["--url", &old, "--json", "call", "echo", "text=old transport"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["content"][0]["text"], "old transport");
+    let out = run(&["--url", &old, "--trace", "tools"]);
+    let trace = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && trace.contains("\"initialize\""), "{trace}");
 }

@@ -119,6 +119,17 @@ impl McpService {
         if let Err(refusal) = security::check_host_and_origin(&shared.config, request.headers()) {
             return rpc_error(refusal.status, None, ErrorObject::invalid_request(refusal.message));
         }
+        // `/sse` is the 2024-11-05 transport's own endpoint: its event stream, and the messages
+        // POSTed with a `sessionId`; a Streamable HTTP POST there is refused, so a client that
+        // tries Streamable HTTP first falls back to the old transport.
+        let old_transport_post =
+            request.uri().query().is_some_and(|q| q.starts_with("sessionId=")) || request.method() != Method::POST;
+        if request.uri().path() == "/sse" && !old_transport_post {
+            let mut r =
+                plain(StatusCode::METHOD_NOT_ALLOWED, "this is the HTTP+SSE endpoint: GET it for the event stream");
+            r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET"));
+            return r;
+        }
         match *request.method() {
             Method::POST => {
                 let (parts, body) = request.into_parts();
