@@ -8,11 +8,9 @@
 //! - a handler that panics answers -32603; the connection survives it.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt as _;
 use mcp_types::jsonrpc::{Envelope, JsonRpcError, MessageKind};
 use mcp_types::utilities::CancelledParams;
 use mcp_types::version::ProtocolVersion;
@@ -228,11 +226,8 @@ impl Connection {
         let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
         self.inflight.insert(id.clone(), token.clone());
         self.tasks.spawn(async move {
-            // Boxed: the task then holds a pointer, not the whole state machine, so spawning and
-            // polling move a few bytes instead of a kilobyte.
-            let work = AssertUnwindSafe(Box::pin(router.handle(&method, params.as_deref(), &cx, modern))).catch_unwind();
             let outcome = tokio::select! {
-                outcome = work => Some(outcome.unwrap_or_else(|_| Err(ErrorObject::internal("internal error: the handler panicked")))),
+                outcome = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(outcome),
                 _ = token.cancelled() => None,
             };
             if let Some(result) = outcome {

@@ -4,6 +4,9 @@
 //! match its schema) is an `isError: true` result the model can act on.
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
 
 use mcp_types::completion::{CompleteParams, CompleteResult};
 use mcp_types::legacy::{SetLevelParams, SubscribeParams};
@@ -39,6 +42,22 @@ fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
 }
 
 impl Router {
+    /// [`Router::handle`], with a panicking handler turned into an internal error, so the
+    /// request is still answered and the connection lives on.
+    pub(crate) async fn handle_guarded(
+        &self,
+        method: &str,
+        raw: Option<&RawValue>,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Value, ErrorObject> {
+        // Boxed: the caller's task then holds a pointer, not the whole state machine.
+        AssertUnwindSafe(Box::pin(self.handle(method, raw, cx, modern)))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| Err(ErrorObject::internal("internal error: the handler panicked")))
+    }
+
     /// Runs one admitted request and returns its result, shaped for its era.
     pub(crate) async fn handle(
         &self,

@@ -133,6 +133,19 @@ async fn legacy_progress_streams_as_sse_with_a_priming_event() {
     assert_eq!(events.last().unwrap()["result"]["content"][0]["text"], "slept 30 ms");
 }
 
+#[tokio::test]
+async fn a_panicking_handler_is_answered_in_both_eras() {
+    let addr = start(HttpConfig::default()).await;
+    let sid = initialize(&addr).await;
+    let s = [("Mcp-Session-Id", sid.as_str())];
+    let r = post(&addr, &s, rpc(2, "tools/call", json!({"name": "panic", "arguments": {}}))).await;
+    assert_eq!(r.json()["error"]["code"], -32603, "{}", r.body);
+    assert_eq!(post(&addr, &s, rpc(3, "ping", json!({}))).await.json()["result"], json!({}), "the session lives on");
+    let call = rpc(4, "tools/call", modern(json!({"name": "panic", "arguments": {}})));
+    let r = post(&addr, &modern_headers("tools/call", Some("panic")), call).await;
+    assert_eq!(r.json()["error"]["code"], -32603, "{}", r.body);
+}
+
 fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
     let mut h = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
     if let Some(name) = name {

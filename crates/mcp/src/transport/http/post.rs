@@ -150,7 +150,7 @@ async fn request(
     let task_session = session.clone();
     let task = tokio::spawn(async move {
         let result = tokio::select! {
-            r = router.handle(&method, params.as_deref(), &cx, modern) => Some(r),
+            r = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(r),
             _ = task_token.cancelled() => None,
         };
         if let Some(s) = &task_session {
@@ -401,7 +401,7 @@ async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u
             let admitted =
                 era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
             let result = match admitted {
-                Ok(a) => shared.router.handle(&method, params, &a.cx, a.modern).await,
+                Ok(a) => shared.router.handle_guarded(&method, params, &a.cx, a.modern).await,
                 Err(e) => Err(e),
             };
             answers.push(serde_json::from_slice(&response_bytes(&id, result)).unwrap_or_default());
