@@ -17,7 +17,7 @@ use mcp_types::RequestId;
 use serde_json::{json, Value};
 
 use super::core::{Core, Sender, SESSION_EXPIRED, TRANSPORT_FAILED};
-use super::sse::Parser;
+use super::sse::{Parser, Resumption};
 use crate::error::Error;
 use crate::server::BoxFuture;
 
@@ -224,34 +224,20 @@ impl HttpSender {
     /// `Last-Event-ID` after the advertised `retry:` delay.
     async fn follow_stream(&self, id: RequestId, body: hyper::body::Incoming) {
         let mut body = Some(body);
-        let mut last_id: Option<String> = None;
-        let mut retry = Duration::from_millis(1000);
+        let mut resume = Resumption::default();
+        let answer = json!(id);
         for _attempt in 0..10 {
-            let Some(mut stream) = body.take() else { break };
-            let mut parser = Parser::default();
-            while let Some(frame) = stream.frame().await {
-                let Ok(frame) = frame else { break };
-                let Some(data) = frame.data_ref() else { continue };
-                for event in parser.feed(data) {
-                    if let Some(ms) = event.retry {
-                        retry = Duration::from_millis(ms);
-                    }
-                    if event.id.is_some() {
-                        last_id = event.id.clone();
-                    }
-                    let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
-                    let answers_us = message.get("id") == Some(&json!(id)) && message.get("method").is_none();
-                    self.deliver(message);
-                    if answers_us {
-                        return;
-                    }
-                }
+            let Some(stream) = body.take() else { break };
+            let answered = |m: &Value| m.get("id") == Some(&answer) && m.get("method").is_none();
+            if self.read_events(stream, &mut resume, answered).await {
+                return;
             }
             // Cut before the answer: resume if we can.
-            let (Some(last), Some(session)) = (last_id.clone(), self.state.lock().unwrap().session.clone()) else {
+            let (Some(last), Some(session)) = (resume.last_id.clone(), self.state.lock().unwrap().session.clone())
+            else {
                 break;
             };
-            tokio::time::sleep(retry).await;
+            tokio::time::sleep(resume.retry).await;
             let version = self.state.lock().unwrap().version.clone();
             let extra = [("mcp-session-id", session), ("last-event-id", last), ("mcp-protocol-version", version)];
             let request = self.build(Method::GET, &self.url, None, &extra);
@@ -263,11 +249,34 @@ impl HttpSender {
         self.fail(&id, TRANSPORT_FAILED, "the response stream ended before the answer".into());
     }
 
+    /// Delivers every message of an SSE body, noting the event ids and `retry:` delays to resume
+    /// with; returns `true` as soon as a delivered message satisfies `last`.
+    async fn read_events(
+        &self,
+        mut body: hyper::body::Incoming,
+        resume: &mut Resumption,
+        last: impl Fn(&Value) -> bool,
+    ) -> bool {
+        let mut parser = Parser::default();
+        while let Some(Ok(frame)) = body.frame().await {
+            let Some(data) = frame.data_ref() else { continue };
+            for event in parser.feed(data) {
+                resume.note(event.id, event.retry);
+                let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
+                let done = last(&message);
+                self.deliver(message);
+                if done {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// The session's GET stream: server-initiated requests and notifications. Reconnects with
     /// `Last-Event-ID` while the session lives; a 405 means the server offers none.
     async fn listen(self: Arc<Self>, session: String) {
-        let mut last_id: Option<String> = None;
-        let mut retry = Duration::from_millis(1000);
+        let mut resume = Resumption::default();
         for _attempt in 0..100 {
             if self.state.lock().unwrap().session.as_deref() != Some(session.as_str()) || self.core.upgrade().is_none()
             {
@@ -275,7 +284,7 @@ impl HttpSender {
             }
             let version = self.state.lock().unwrap().version.clone();
             let mut extra = vec![("mcp-session-id", session.clone()), ("mcp-protocol-version", version)];
-            if let Some(last) = &last_id {
+            if let Some(last) = &resume.last_id {
                 extra.push(("last-event-id", last.clone()));
             }
             let request = self.build(Method::GET, &self.url, None, &extra);
@@ -283,23 +292,8 @@ impl HttpSender {
                 Ok(r) if r.status().is_success() => r,
                 _ => return,
             };
-            let mut body = response.into_body();
-            let mut parser = Parser::default();
-            while let Some(Ok(frame)) = body.frame().await {
-                let Some(data) = frame.data_ref() else { continue };
-                for event in parser.feed(data) {
-                    if let Some(ms) = event.retry {
-                        retry = Duration::from_millis(ms);
-                    }
-                    if event.id.is_some() {
-                        last_id = event.id.clone();
-                    }
-                    if let Ok(message) = serde_json::from_str::<Value>(&event.data) {
-                        self.deliver(message);
-                    }
-                }
-            }
-            tokio::time::sleep(retry).await;
+            self.read_events(response.into_body(), &mut resume, |_| false).await;
+            tokio::time::sleep(resume.retry).await;
         }
     }
 

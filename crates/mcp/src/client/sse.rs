@@ -1,5 +1,7 @@
 //! A server-sent events parser: bytes in, events out (`id`, `event`, `data`, `retry`).
 
+use std::time::Duration;
+
 /// One event.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -13,49 +15,105 @@ pub struct Event {
     pub retry: Option<u64>,
 }
 
-/// Incremental parser; feed it chunks, take whole events.
+/// The longest line, and the largest event, the parser holds; longer ones are skipped whole, so
+/// a server that never ends a line cannot grow the client's memory.
+const MAX_PENDING: usize = 16 << 20;
+
+/// The longest `retry:` delay honoured; a larger one is taken as this.
+const MAX_RETRY: Duration = Duration::from_secs(60);
+
+/// Incremental parser; feed it chunks, take whole events. Works on bytes, so a UTF-8 character
+/// split between two chunks arrives whole.
 #[derive(Debug, Default)]
 pub struct Parser {
-    buffer: String,
+    buffer: Vec<u8>,
     current: Event,
     has_data: bool,
+    /// Inside a line that grew past [`MAX_PENDING`]: drop bytes until its end.
+    skipping_line: bool,
+    /// The current event grew past [`MAX_PENDING`]: it is not delivered.
+    oversized: bool,
 }
 
 impl Parser {
     /// Adds bytes; returns the events they completed.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<Event> {
-        self.buffer.push_str(&String::from_utf8_lossy(chunk));
+        self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.find('\n') {
-            let line: String = self.buffer.drain(..=end).collect();
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if self.has_data || self.current.id.is_some() || self.current.retry.is_some() {
-                    events.push(std::mem::take(&mut self.current));
-                }
-                self.has_data = false;
+        let mut start = 0;
+        while let Some(n) = self.buffer[start..].iter().position(|&b| b == b'\n') {
+            let end = start + n;
+            if std::mem::take(&mut self.skipping_line) {
+                start = end + 1;
                 continue;
             }
-            if line.starts_with(':') {
-                continue;
-            }
-            let (field, value) =
-                line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
-            match field {
-                "data" => {
-                    if self.has_data {
-                        self.current.data.push('\n');
-                    }
-                    self.current.data.push_str(value);
-                    self.has_data = true;
-                }
-                "id" => self.current.id = Some(value.to_owned()),
-                "event" => self.current.event = Some(value.to_owned()),
-                "retry" => self.current.retry = value.trim().parse().ok(),
-                _ => {}
-            }
+            let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
+            start = end + 1;
+            self.line(line.trim_end_matches('\r'), &mut events);
+        }
+        self.buffer.drain(..start);
+        if self.buffer.len() > MAX_PENDING {
+            self.buffer.clear();
+            self.skipping_line = true;
         }
         events
+    }
+
+    fn line(&mut self, line: &str, events: &mut Vec<Event>) {
+        if line.is_empty() {
+            let event = std::mem::take(&mut self.current);
+            if !std::mem::take(&mut self.oversized) && (self.has_data || event.id.is_some() || event.retry.is_some()) {
+                events.push(event);
+            }
+            self.has_data = false;
+            return;
+        }
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.current.data.push('\n');
+                }
+                self.current.data.push_str(value);
+                self.has_data = true;
+                if self.current.data.len() > MAX_PENDING {
+                    self.current.data = String::new();
+                    self.oversized = true;
+                }
+            }
+            "id" => self.current.id = Some(value.to_owned()),
+            "event" => self.current.event = Some(value.to_owned()),
+            "retry" => self.current.retry = value.trim().parse().ok(),
+            _ => {}
+        }
+    }
+}
+
+/// Where to pick a cut stream up again: the last event id seen and the server's `retry:` delay.
+#[derive(Debug)]
+pub(crate) struct Resumption {
+    pub(crate) last_id: Option<String>,
+    pub(crate) retry: Duration,
+}
+
+impl Default for Resumption {
+    fn default() -> Self {
+        Resumption { last_id: None, retry: Duration::from_secs(1) }
+    }
+}
+
+impl Resumption {
+    /// Notes an event's `id:` and `retry:` fields.
+    pub(crate) fn note(&mut self, id: Option<String>, retry: Option<u64>) {
+        if id.is_some() {
+            self.last_id = id;
+        }
+        if let Some(ms) = retry {
+            self.retry = Duration::from_millis(ms).min(MAX_RETRY);
+        }
     }
 }
 
@@ -71,5 +129,34 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!((events[0].id.as_deref(), events[0].retry), (Some("1-0"), Some(500)));
         assert_eq!(events[1].data, "{\"a\":1}");
+    }
+
+    #[test]
+    fn a_character_split_between_chunks_arrives_whole() {
+        let mut p = Parser::default();
+        let text = "data: caf\u{e9}\n\n".as_bytes();
+        let split = text.len() - 3; // inside the two bytes of the e-acute
+        assert!(p.feed(&text[..split]).is_empty());
+        assert_eq!(p.feed(&text[split..])[0].data, "caf\u{e9}");
+    }
+
+    #[test]
+    fn an_endless_line_is_dropped_and_the_stream_goes_on() {
+        let mut p = Parser::default();
+        let chunk = vec![b'x'; 1 << 20];
+        assert!(p.feed(b"data: ").is_empty());
+        for _ in 0..20 {
+            assert!(p.feed(&chunk).is_empty());
+        }
+        assert!(p.buffer.len() <= MAX_PENDING, "held {} bytes", p.buffer.len());
+        let events = p.feed(b"\n\ndata: next\n\n");
+        assert_eq!(events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(), ["next"]);
+    }
+
+    #[test]
+    fn retry_is_capped() {
+        let mut r = Resumption::default();
+        r.note(Some("7".into()), Some(u64::MAX));
+        assert_eq!((r.last_id.as_deref(), r.retry), (Some("7"), MAX_RETRY));
     }
 }
