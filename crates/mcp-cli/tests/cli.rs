@@ -137,3 +137,21 @@ fn falls_back_to_the_2024_11_05_http_sse_transport() {
     let trace = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && trace.contains("\"initialize\""), "{trace}");
 }
+
+#[test]
+fn junk_on_the_servers_stdout_is_skipped() {
+    // Invalid UTF-8 and a non-JSON line before the server proper starts writing.
+    let script = format!("printf '\\377\\376 not json\\n{{oops\\n'; exec '{}'", example().display());
+    let out = run(&["call", "echo", "text=hi", "--", "sh", "-c", &script]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+}
+
+#[test]
+fn a_server_that_exits_without_answering_fails_at_once() {
+    // It reads the first request and leaves: the client must not wait out its 60 s timeout.
+    let out = run(&["ping", "--", "sh", "-c", "read line; exit 0"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the connection closed"), "{stderr}");
+}

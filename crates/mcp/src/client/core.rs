@@ -3,7 +3,7 @@
 //! cancellation when a call is dropped.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -77,6 +77,8 @@ pub(crate) struct Core {
     pub http: std::sync::atomic::AtomicBool,
     sender: RwLock<Option<Arc<dyn Sender>>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
+    /// The connection ended (set under the `pending` lock): new requests fail at once.
+    ended: AtomicBool,
     next_id: AtomicI64,
     state: RwLock<Negotiated>,
 }
@@ -89,6 +91,7 @@ impl Core {
             http: std::sync::atomic::AtomicBool::new(false),
             sender: RwLock::new(None),
             pending: Mutex::new(HashMap::new()),
+            ended: AtomicBool::new(false),
             next_id: AtomicI64::new(1),
             state: RwLock::new(Negotiated::default()),
         })
@@ -131,7 +134,9 @@ impl Core {
 
     /// The connection ended: every waiting request fails.
     pub fn closed(&self) {
-        self.pending.lock().unwrap().clear();
+        let mut pending = self.pending.lock().unwrap();
+        self.ended.store(true, Ordering::Relaxed);
+        pending.clear();
     }
 
     /// One message from the server.
@@ -237,7 +242,13 @@ impl Core {
         }
         let (tx, rx) = oneshot::channel();
         let (touched, mut touches) = mpsc::unbounded_channel();
-        self.pending.lock().unwrap().insert(id.clone(), Pending { tx, token, progress, touched });
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if self.ended.load(Ordering::Relaxed) {
+                return Err(ErrorObject::new(TRANSPORT_FAILED, "the connection closed"));
+            }
+            pending.insert(id.clone(), Pending { tx, token, progress, touched });
+        }
         let guard = CancelOnDrop { core: self, id: id.clone(), done: false };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if let Err(e) = self.send(message).await {

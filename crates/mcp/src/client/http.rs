@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
@@ -20,6 +20,9 @@ use super::core::{Core, Sender, SESSION_EXPIRED, TRANSPORT_FAILED};
 use super::sse::{Parser, Resumption};
 use crate::error::Error;
 use crate::server::BoxFuture;
+
+/// The largest JSON response body read; a larger one is a transport failure, not a memory hog.
+const MAX_BODY: usize = 16 * 1024 * 1024;
 
 type Hyper = HyperClient<HttpConnector, Full<Bytes>>;
 
@@ -203,7 +206,8 @@ impl HttpSender {
         if is_sse && status.is_success() {
             return self.follow_stream(id, response.into_body()).await;
         }
-        let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body =
+            Limited::new(response.into_body(), MAX_BODY).collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         match serde_json::from_slice::<Value>(&body) {
             Ok(mut v) if v.get("jsonrpc").is_some() || v.is_array() => {
                 if v.get("error").is_some() && v["id"].is_null() {

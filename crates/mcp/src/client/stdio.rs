@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use mcp_types::RequestId;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::engine::lines::{Frame, LineReader};
 use crate::transport::stdio::{reader_for, writer_for};
 
 use super::core::{Core, Sender};
@@ -20,6 +21,8 @@ use crate::server::BoxFuture;
 
 /// Kept of a child's stderr, at most.
 const STDERR_CAP: usize = 64 * 1024;
+/// The longest line read from the server's stdout; longer ones are skipped.
+const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// How to start a server process.
 #[derive(Debug, Clone)]
@@ -191,12 +194,20 @@ pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error
     let (closed_tx, stdout_closed) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let _closed = CloseSignal(closed_tx);
-        let mut lines = BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        // Bounded lines of bytes: an endless or non-UTF-8 line from the server is skipped, and
+        // the connection goes on.
+        let mut lines = LineReader::new(stdout, MAX_LINE);
+        while let Ok(Some(frame)) = lines.next().await {
             let Some(core) = weak.upgrade() else { return };
-            match serde_json::from_str::<Value>(&line) {
-                Ok(message) => core.on_message(message),
-                Err(_) => tracing::warn!("the server wrote a non-JSON line on stdout: {line:?}"),
+            match frame {
+                Frame::Line(line) => match serde_json::from_slice::<Value>(&line) {
+                    Ok(message) => core.on_message(message),
+                    Err(_) => tracing::warn!(
+                        "the server wrote a non-JSON line on stdout: {:?}",
+                        String::from_utf8_lossy(&line[..line.len().min(200)])
+                    ),
+                },
+                Frame::TooLong => tracing::warn!("the server wrote a line over {MAX_LINE} bytes; skipped"),
             }
         }
         if let Some(core) = weak.upgrade() {
