@@ -98,11 +98,20 @@ impl Router {
         })
     }
 
+    /// One page of a registry list, cloned out from under the lock.
+    fn page_of<'a, T: Clone + 'a>(
+        &self,
+        items: impl Iterator<Item = &'a T>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let all: Vec<&T> = items.collect();
+        let (page, next_cursor) = pagination::page(&all, cursor, self.inner.config.page_size)?;
+        Ok((page.into_iter().cloned().collect(), next_cursor))
+    }
+
     fn list_tools(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
-        let all: Vec<_> = registry.tools.iter().map(|t| t.def()).collect();
-        let (tools, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
-        let tools = tools.into_iter().cloned().collect();
+        let (tools, next_cursor) = self.page_of(registry.tools.iter().map(|t| t.def()), p.cursor.as_deref())?;
         to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
     }
 
@@ -120,11 +129,8 @@ impl Router {
             );
             return to_value(CallToolResult::error(text));
         }
-        // Only 2026-07-28 requests can be retried with sealed state, so only they need the fingerprint.
-        let fp = modern.then(|| state::fingerprint("tools/call", &p.name, &args));
-        if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
-        }
+        let fp =
+            self.resume(cx, modern, ("tools/call", &p.name, &args), p.request_state.as_deref(), p.input_responses)?;
         match (tool.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
             Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
@@ -132,19 +138,28 @@ impl Router {
         }
     }
 
-    /// The answers of earlier rounds (sealed in `requestState`) merged with this retry's.
-    fn answers(
+    /// On a 2026-07-28 request, hands the handler the answers of earlier rounds (sealed in
+    /// `requestState`) merged with this retry's, and returns the request's fingerprint (what
+    /// `input_required` state is bound to). Legacy requests are never retried: `None`.
+    fn resume(
         &self,
-        fp: &str,
+        cx: &RequestContext,
+        modern: bool,
+        (method, name, args): (&str, &str, &Value),
         request_state: Option<&str>,
         responses: Option<JsonObject>,
-    ) -> Result<JsonObject, ErrorObject> {
+    ) -> Result<Option<String>, ErrorObject> {
+        if !modern {
+            return Ok(None);
+        }
+        let fp = state::fingerprint(method, name, args);
         let mut answers = match request_state {
-            Some(s) => state::open(&self.inner.config.state_key, fp, s)?,
+            Some(s) => state::open(&self.inner.config.state_key, &fp, s)?,
             None => JsonObject::new(),
         };
         answers.extend(responses.unwrap_or_default());
-        Ok(answers)
+        cx.set_answers(answers, request_state.is_some());
+        Ok(Some(fp))
     }
 
     /// Turns a handler's error into `input_required` (modern) or a JSON-RPC error.
@@ -172,17 +187,14 @@ impl Router {
 
     fn list_resources(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
-        let all: Vec<_> = registry.resources.iter().map(|r| &r.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
-        let resources = page.into_iter().cloned().collect();
+        let (resources, next_cursor) = self.page_of(registry.resources.iter().map(|r| &r.def), p.cursor.as_deref())?;
         to_value(ListResourcesResult { resources, next_cursor, ..Default::default() })
     }
 
     fn list_templates(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
-        let all: Vec<_> = registry.templates.iter().map(|t| &t.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
-        let resource_templates = page.into_iter().cloned().collect();
+        let (resource_templates, next_cursor) =
+            self.page_of(registry.templates.iter().map(|t| &t.def), p.cursor.as_deref())?;
         to_value(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
     }
 
@@ -207,10 +219,8 @@ impl Router {
                     })?,
             }
         };
-        let fp = modern.then(|| state::fingerprint("resources/read", &p.uri, &Value::Null));
-        if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
-        }
+        let call = ("resources/read", p.uri.as_str(), &Value::Null);
+        let fp = self.resume(cx, modern, call, p.request_state.as_deref(), p.input_responses)?;
         match handler(p.uri, vars, cx.clone()).await {
             Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
             Err(e) => self.fail(e, cx, fp, modern),
@@ -219,9 +229,7 @@ impl Router {
 
     fn list_prompts(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
         let registry = self.inner.registry.read().unwrap();
-        let all: Vec<_> = registry.prompts.iter().map(|p| &p.def).collect();
-        let (page, next_cursor) = pagination::page(&all, p.cursor.as_deref(), self.inner.config.page_size)?;
-        let prompts = page.into_iter().cloned().collect();
+        let (prompts, next_cursor) = self.page_of(registry.prompts.iter().map(|p| &p.def), p.cursor.as_deref())?;
         to_value(ListPromptsResult { prompts, next_cursor, ..Default::default() })
     }
 
@@ -231,10 +239,13 @@ impl Router {
             return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
         };
         let args = p.arguments.unwrap_or_default();
-        let fp = modern.then(|| state::fingerprint("prompts/get", &p.name, &json!(args)));
-        if let Some(fp) = &fp {
-            cx.set_answers(self.answers(fp, p.request_state.as_deref(), p.input_responses)?, p.request_state.is_some());
-        }
+        let fp = self.resume(
+            cx,
+            modern,
+            ("prompts/get", &p.name, &json!(args)),
+            p.request_state.as_deref(),
+            p.input_responses,
+        )?;
         match (prompt.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
             Err(e) => self.fail(e, cx, fp, modern),
