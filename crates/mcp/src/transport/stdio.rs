@@ -38,26 +38,18 @@ pub fn take_stdout() -> io::Result<OwnedFd> {
     use std::io::Write as _;
     let _ = io::stdout().flush();
     // SAFETY: dup on fd 1 has no memory effects; the result is checked and then owned.
-    let fd = unsafe { libc::dup(1) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = cvt(unsafe { libc::dup(1) })?;
     // SAFETY: fd is a fresh descriptor returned by dup, owned by nobody else.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     set_cloexec(fd)?;
     // SAFETY: dup2 atomically replaces fd 1 with a copy of fd 2; both are open descriptors.
-    if unsafe { libc::dup2(2, 1) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    cvt(unsafe { libc::dup2(2, 1) })?;
     Ok(owned)
 }
 
 fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: dup has no memory effects; the result is checked and then owned.
-    let new = unsafe { libc::dup(fd) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let new = cvt(unsafe { libc::dup(fd) })?;
     set_cloexec(new)?;
     // SAFETY: `new` is a fresh descriptor owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
@@ -65,10 +57,16 @@ fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
 
 fn set_cloexec(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a valid descriptor with integer arguments only.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }).map(drop)
+}
+
+/// A libc return value: negative means failure, with the reason in `errno`.
+fn cvt<T: Default + PartialOrd>(n: T) -> io::Result<T> {
+    if n < T::default() {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n)
     }
-    Ok(())
 }
 
 /// Whether `fd` is a pipe or a socket, which epoll can drive.
@@ -84,11 +82,9 @@ fn is_pollable(fd: RawFd) -> bool {
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a valid descriptor with integer arguments only.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
 }
 
 /// An async reader for `fd`: reactor-driven for pipes and sockets, else tokio's blocking file.
@@ -134,11 +130,7 @@ impl AsyncRead for Pipe {
             let unfilled = unsafe { buf.unfilled_mut() };
             let result = guard.try_io(|fd| {
                 let n = unsafe { libc::read(fd.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
+                cvt(n).map(|n| n as usize)
             });
             match result {
                 Ok(Ok(n)) => {
@@ -161,11 +153,7 @@ impl AsyncWrite for Pipe {
             let result = guard.try_io(|fd| {
                 // SAFETY: writes at most data.len() bytes from memory we borrow.
                 let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
+                cvt(n).map(|n| n as usize)
             });
             match result {
                 Ok(result) => return Poll::Ready(result),
