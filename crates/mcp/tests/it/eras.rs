@@ -126,26 +126,12 @@ async fn progress_and_log_messages_follow_each_eras_rules() {
     let mut params = modern(json!({"name": "sleep", "arguments": {"ms": 20}}));
     params["_meta"]["progressToken"] = json!(5);
     peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params.clone()})).await;
-    let mut methods = Vec::new();
-    loop {
-        let m = peer.recv().await;
-        if m.get("id").is_some() {
-            break;
-        }
-        methods.push(m["method"].as_str().unwrap().to_owned());
-    }
+    let methods = peer.methods_before_response().await;
     assert_eq!(methods, ["notifications/progress", "notifications/progress"]);
     params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
     params["_meta"].as_object_mut().unwrap().remove("progressToken");
     peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})).await;
-    let mut methods = Vec::new();
-    loop {
-        let m = peer.recv().await;
-        if m.get("id").is_some() {
-            break;
-        }
-        methods.push(m["method"].as_str().unwrap().to_owned());
-    }
+    let methods = peer.methods_before_response().await;
     assert_eq!(methods, ["notifications/message", "notifications/message"]);
 }
 

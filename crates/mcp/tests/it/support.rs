@@ -130,6 +130,18 @@ impl Peer {
         }
     }
 
+    /// The methods of the notifications that arrive before the next response.
+    pub async fn methods_before_response(&mut self) -> Vec<String> {
+        let mut methods = Vec::new();
+        loop {
+            let m = self.recv().await;
+            if m.get("id").is_some() {
+                return methods;
+            }
+            methods.push(m["method"].as_str().unwrap().to_owned());
+        }
+    }
+
     pub async fn initialize(&mut self, version: &str) -> Value {
         let params = json!({"protocolVersion": version, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}});
         let r = self.request(0, "initialize", params).await;
