@@ -7,11 +7,14 @@
 //! ```
 #![allow(clippy::print_stdout)] // a command-line tool: stdout is its output
 
+mod early;
 mod elicit;
+mod eras;
 mod output;
 mod target;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use mcp::client::{Client, ClientOptions, Direction, Handlers, StdioCommand};
+use mcp::client::{Client, ClientOptions, Direction, Handlers, ServerProcess, Stderr, StdioCommand};
 use mcp::types::completion::{CompletionArgument, CompletionRef};
 use serde_json::{json, Map, Value};
 
@@ -64,6 +67,13 @@ struct Cli {
     /// Speak only the legacy handshake (skip the 2026-07-28 probe).
     #[arg(long, global = true)]
     legacy: bool,
+    /// Hide the stdio server's stderr (shown by default).
+    #[arg(long, global = true)]
+    quiet: bool,
+    /// Probe the server's protocol era again instead of using the one remembered from an
+    /// earlier run.
+    #[arg(long, global = true)]
+    reprobe: bool,
     #[command(subcommand)]
     command: Command,
     /// The stdio server's command line, after `--`.
@@ -170,6 +180,7 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
     Ok(match target {
         Target::Stdio(mut cmd) => {
             cmd.env.extend(envs);
+            cmd.stderr = if cli.quiet { Stderr::Discard } else { Stderr::Inherit };
             Target::Stdio(cmd)
         }
         http => http,
@@ -223,12 +234,29 @@ fn protocol(e: mcp::Error) -> Failure {
     }
 }
 
-async fn run(cli: &Cli) -> Result<Value, Failure> {
+async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> {
     let target = target(cli)?;
-    let client = target.connect(options(cli)).await.map_err(|e| Failure::Connect(format!("{e}")))?;
+    let mut options = options(cli);
+    // The era of a stdio server is remembered between runs (`mcp discover` always probes).
+    let remembered = match &target {
+        Target::Stdio(command) if !cli.legacy => Some((eras::Eras::load(), eras::key(command))),
+        _ => None,
+    };
+    let use_memory = !cli.reprobe && !matches!(cli.command, Command::Discover);
+    if let Some((eras, key)) = remembered.as_ref().filter(|_| use_memory) {
+        options.known_era = eras.get(key);
+    }
+    let client = target.connect(options, early).await.map_err(|e| Failure::Connect(format!("{e}")))?;
     let result = execute(cli, &client).await;
-    report(cli, &result); // the answer first; then the polite shutdown of the server
-    client.close().await;
+    if let (Some((mut eras, key)), Ok(era)) = (remembered, client.era().await) {
+        eras.remember(key, &era);
+    }
+    // The polite shutdown (stdin closed, the server's exit awaited) starts first, so the server
+    // exits while the answer is printed.
+    let closing = tokio::spawn(client.close());
+    tokio::task::yield_now().await;
+    report(cli, &result);
+    let _ = closing.await;
     result
 }
 
@@ -348,9 +376,18 @@ fn report(cli: &Cli, result: &Result<Value, Failure>) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let early = early::start(&args);
+    let parsed = Cli::try_parse_from(&args);
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            drop(early); // killed and reaped before clap exits
+            e.exit()
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    let result = runtime.block_on(run(&cli));
+    let result = runtime.block_on(run(&cli, early));
     if matches!(result, Err(Failure::Usage(_) | Failure::Connect(_))) {
         report(&cli, &result); // failures before a connection are reported here
     }

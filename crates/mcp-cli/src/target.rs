@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use mcp::client::{Client, ClientOptions, StdioCommand};
+use mcp::client::{Client, ClientOptions, ServerProcess, StdioCommand};
 use serde_json::Value;
 
 /// A server to connect to.
@@ -16,11 +16,22 @@ pub enum Target {
 }
 
 impl Target {
-    /// Connects.
-    pub async fn connect(&self, mut options: ClientOptions) -> Result<Client, mcp::Error> {
+    /// Connects, to `early` if it is the process this target names (else `early` is ended).
+    pub async fn connect(
+        &self,
+        mut options: ClientOptions,
+        early: Option<ServerProcess>,
+    ) -> Result<Client, mcp::Error> {
         match self {
-            Target::Stdio(cmd) => Client::connect_stdio(cmd.clone(), options).await,
+            Target::Stdio(cmd) => match early {
+                Some(process) if process.command() == cmd => Client::connect_process(process, options).await,
+                other => {
+                    drop(other); // not this server: killed and reaped
+                    Client::connect_stdio(cmd.clone(), options).await
+                }
+            },
             Target::Http(url, headers) => {
+                drop(early);
                 options.headers.extend(headers.iter().cloned());
                 Client::connect_http(url, options).await
             }

@@ -2,33 +2,22 @@
 //! both eras, `--json`, `--config`, and each exit code from a real failure.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn mcp() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_mcp"))
-}
+mod common;
+use common::{example, mcp, running, unique_sleep};
 
-/// The `mcp-example` binary next to `mcp`, brought up to date once per test run (cargo does not
-/// rebuild another package's binary for this package's tests).
-fn example() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut args = vec!["build", "-q", "-p", "mcp-example"];
-        if mcp().parent().is_some_and(|d| d.ends_with("release")) {
-            args.push("--release");
-        }
-        let status = Command::new(cargo).args(&args).status().unwrap();
-        assert!(status.success(), "building mcp-example");
-    });
-    mcp().with_file_name("mcp-example")
-}
-
+/// `mcp` with `args`, remembering server eras in a directory of this test run's (not the
+/// user's cache).
 fn run(args: &[&str]) -> Output {
-    Command::new(mcp()).args(args).stdin(Stdio::null()).output().unwrap()
+    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    run_with_cache(CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path(), args)
+}
+
+fn run_with_cache(cache: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(mcp()).args(args).env("XDG_CACHE_HOME", cache).stdin(Stdio::null()).output().unwrap()
 }
 
 fn stdio(args: &[&str]) -> Output {
@@ -154,4 +143,117 @@ fn a_server_that_exits_without_answering_fails_at_once() {
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the connection closed"), "{stderr}");
+}
+
+#[test]
+fn the_servers_stderr_is_shown_unless_quiet() {
+    let script = format!("echo 'a note from the server' >&2; exec '{}'", example().display());
+    let out = run(&["ping", "--", "sh", "-c", &script]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a note from the server"));
+    for quiet in [&["--quiet", "ping"][..], &["ping", "--quiet"][..]] {
+        let out = run(&[quiet, &["--", "sh", "-c", &script]].concat());
+        assert!(out.status.success());
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("a note from the server"), "{quiet:?}");
+    }
+    // A server that cannot start says why, and the user sees it.
+    let out = run(&["tools", "--", "sh", "-c", "echo 'no config file at /etc/x' >&2; exit 1"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no config file at /etc/x"));
+}
+
+#[test]
+fn no_server_is_left_running_after_a_usage_error_or_help() {
+    // The server after `--` may be started before the command line is parsed; whatever the
+    // parse finds, it must not outlive `mcp`.
+    for args in [&["--no-such-flag", "tools"][..], &["call"][..], &["tools", "--help"][..], &["--json"][..]] {
+        let sleep = unique_sleep();
+        let out = run(&[args, &["--", "sleep", &sleep]].concat());
+        assert_ne!(out.status.code(), Some(0).filter(|_| !args.contains(&"--help")), "{args:?}");
+        assert!(!running(&sleep), "{args:?} left `sleep {sleep}` running");
+    }
+}
+
+#[test]
+fn a_server_that_ignores_the_end_of_its_input_is_ended() {
+    // `sleep` neither answers nor reads stdin: the connection fails, closing stdin does not end
+    // it, so the client kills it after its grace period.
+    let sleep = unique_sleep();
+    let out = run(&["--timeout", "1", "ping", "--", "sleep", &sleep]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(!running(&sleep), "`sleep {sleep}` outlived mcp");
+}
+
+/// A legacy server in a few lines of shell: it knows `initialize`, `ping` and `tools/list`, and
+/// answers everything else (`server/discover` included) with "method not found".
+const LEGACY_SERVER: &str = r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}' ;;
+    *'"method":"ping"'*) r='{}' ;;
+    *'"method":"tools/list"'*) r='{"tools":[{"name":"antique","inputSchema":{"type":"object"}}]}' ;;
+    *) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id"; continue ;;
+  esac
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
+done"#;
+
+/// The order of the JSON-RPC methods `mcp --trace` sent and received.
+fn traced_methods(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|line| {
+            let (arrow, message) = line.split_once(' ')?;
+            let message: Value = serde_json::from_str(message).ok()?;
+            let what = message["method"].as_str().map_or_else(|| format!("answer {}", message["id"]), str::to_owned);
+            Some(format!("{arrow} {what}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_servers_era_is_remembered_between_runs() {
+    let cache = tempfile::tempdir().unwrap();
+    let example = example();
+    let call = ["--trace", "call", "echo", "text=hi", "--", example.to_str().unwrap()];
+    // First run: the probe is answered before the call goes out.
+    let first = run_with_cache(cache.path(), &call);
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "hi\n");
+    let sent = traced_methods(&first);
+    assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/call"], "{sent:?}");
+    // Second run: the call goes out alongside the probe, one round trip instead of two.
+    let second = run_with_cache(cache.path(), &call);
+    assert_eq!(String::from_utf8_lossy(&second.stdout), "hi\n");
+    let sent = traced_methods(&second);
+    assert_eq!(sent[..2], ["→ server/discover", "→ tools/call"], "{sent:?}");
+    // --reprobe forgets it for one run.
+    let sent = traced_methods(&run_with_cache(cache.path(), &[&["--reprobe"][..], &call].concat()));
+    assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
+}
+
+#[test]
+fn a_wrong_memory_costs_a_fallback_not_a_wrong_answer() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = ["--", "sh", "-c", LEGACY_SERVER];
+    // Learn that it is legacy: probed, refused, initialized.
+    let out = run_with_cache(cache.path(), &[&["--trace", "--json", "tools"][..], &server].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["tools"][0]["name"], "antique");
+    // Remembered as legacy: initialize at once, no probe.
+    let out = run_with_cache(cache.path(), &[&["--trace", "ping"][..], &server].concat());
+    let sent = traced_methods(&out);
+    assert_eq!(sent[0], "→ initialize", "{sent:?}");
+    assert!(!sent.iter().any(|m| m.contains("server/discover")), "{sent:?}");
+    // Now pretend it was remembered as modern (say the server was downgraded): the request goes
+    // out in the modern era, the probe says otherwise, and the request is sent again after
+    // `initialize`. The answer is right, and the memory is corrected.
+    let file = cache.path().join("mcp").join("eras.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"legacy\"", "\"2026-07-28\"")).unwrap();
+    let out = run_with_cache(cache.path(), &[&["--trace", "--json", "tools"][..], &server].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["tools"][0]["name"], "antique");
+    let sent = traced_methods(&out);
+    assert!(sent.contains(&"→ initialize".to_owned()), "{sent:?}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"legacy\""));
 }

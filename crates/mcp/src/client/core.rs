@@ -15,7 +15,7 @@ use mcp_types::{meta, ErrorCode, ErrorObject, RequestId};
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ClientOptions, ServerDescription};
+use super::{ClientOptions, KnownEra, ServerDescription};
 use crate::error::Error;
 
 /// Which way a traced message went.
@@ -81,6 +81,9 @@ pub(crate) struct Core {
     ended: AtomicBool,
     next_id: AtomicI64,
     state: RwLock<Negotiated>,
+    /// `None` while a remembered modern era awaits the `server/discover` that confirms it; then
+    /// `Ok` (the era in `state` holds) or why negotiating failed.
+    settled: tokio::sync::watch::Sender<Option<Result<(), String>>>,
 }
 
 impl Core {
@@ -94,6 +97,7 @@ impl Core {
             ended: AtomicBool::new(false),
             next_id: AtomicI64::new(1),
             state: RwLock::new(Negotiated::default()),
+            settled: tokio::sync::watch::Sender::new(Some(Ok(()))),
         })
     }
 
@@ -296,8 +300,9 @@ impl Core {
                     }
                 }
             }
-            let result = match self.raw(method, sent, progress.clone()).await {
-                Ok(result) => result,
+            let result = match self.raw_confirmed(method, sent, progress.clone()).await {
+                Ok(Some(result)) => result,
+                Ok(None) => continue, // not the remembered era: sent again in the real one
                 Err(e) if e.code == SESSION_EXPIRED && !reinitialized => {
                     reinitialized = true;
                     self.initialize().await?;
@@ -312,6 +317,44 @@ impl Core {
             params = self.fulfil(params, &result).await?;
         }
         Err(Error::protocol(format!("{method}: too many input_required rounds")))
+    }
+
+    /// Waits until the era is settled; `Ok(true)` for a modern one.
+    pub async fn settled(&self) -> Result<bool, ErrorObject> {
+        let mut settled = self.settled.subscribe();
+        let outcome = settled.wait_for(Option::is_some).await.map(|o| o.clone());
+        match outcome {
+            Ok(Some(Ok(()))) => Ok(self.state.read().unwrap().modern),
+            Ok(Some(Err(e))) => Err(ErrorObject::new(TRANSPORT_FAILED, e)),
+            _ => Err(ErrorObject::new(TRANSPORT_FAILED, "the connection closed")),
+        }
+    }
+
+    /// [`Core::raw`], trusted only once the era is settled. `Ok(None)`: the request went out in a
+    /// remembered modern era the server turned out not to speak; send it again.
+    async fn raw_confirmed(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<ProgressFn>,
+    ) -> Result<Option<Value>, ErrorObject> {
+        if self.settled.borrow().is_some() {
+            return self.raw(method, params, progress).await.map(Some);
+        }
+        let version = self.state.read().unwrap().version.clone();
+        let held = |modern: bool| modern && self.state.read().unwrap().version == version;
+        let raw = self.raw(method, params, progress);
+        tokio::pin!(raw);
+        tokio::select! {
+            answer = &mut raw => match held(self.settled().await?) {
+                true => answer.map(Some),
+                false => Ok(None),
+            },
+            modern = self.settled() => match held(modern?) {
+                true => raw.await.map(Some),
+                false => Ok(None), // a legacy server may never answer it: stop waiting
+            },
+        }
     }
 
     /// Builds the retry of an `input_required` result: the answers, and the state echoed.
@@ -334,12 +377,51 @@ impl Core {
         Ok(params)
     }
 
-    /// Decides the era: a `server/discover` probe, else `initialize`.
+    /// Decides the era: from memory (see [`KnownEra`]), else a `server/discover` probe, else
+    /// `initialize`.
     pub async fn negotiate(self: &Arc<Self>, http: bool) -> Result<(), Error> {
-        if !self.options.legacy_only && self.discover(http).await? {
+        match self.options.known_era.clone() {
+            _ if self.options.legacy_only => self.initialize().await,
+            Some(KnownEra::Modern(version)) => {
+                self.confirm_in_background(http, version);
+                tokio::task::yield_now().await; // the probe goes out first, as a rule
+                Ok(())
+            }
+            Some(KnownEra::Legacy) => match self.initialize().await {
+                Ok(()) => Ok(()),
+                Err(_) => self.probe(http).await,
+            },
+            None => self.probe(http).await,
+        }
+    }
+
+    async fn probe(self: &Arc<Self>, http: bool) -> Result<(), Error> {
+        if self.discover(http).await? {
             return Ok(());
         }
         self.initialize().await
+    }
+
+    /// Speaks `version` at once; a `server/discover` sent first confirms it, or the fallback to
+    /// `initialize` runs. Requests meanwhile wait on [`Core::settled`] before trusting an answer.
+    fn confirm_in_background(self: &Arc<Self>, http: bool, version: String) {
+        {
+            let mut s = self.state.write().unwrap();
+            s.modern = true;
+            s.version = version.clone();
+        }
+        self.settled.send_replace(None);
+        let core = self.clone();
+        tokio::spawn(async move {
+            let outcome = async {
+                if !core.discover_with(http, version, false).await? {
+                    core.initialize().await?;
+                }
+                Ok::<(), Error>(())
+            }
+            .await;
+            core.settled.send_replace(Some(outcome.map_err(|e| e.to_string())));
+        });
     }
 
     /// `Ok(true)` when the server answered as a 2026-07-28 server.

@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 
 use self::core::Core;
 pub use self::core::Direction;
-pub use stdio::StdioCommand;
+pub use stdio::{ServerProcess, Stderr, StdioCommand};
 
 use crate::error::Error;
 use crate::server::BoxFuture;
@@ -78,6 +78,22 @@ pub struct ClientOptions {
     pub tracer: Option<Tracer>,
     /// Skip the `server/discover` probe and speak the legacy handshake directly.
     pub legacy_only: bool,
+    /// The server's era as remembered from an earlier connection, if any.
+    pub known_era: Option<KnownEra>,
+}
+
+/// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
+/// a client persist the era it detected per server, re-probing when the assumption fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KnownEra {
+    /// A 2026-07-28 server, spoken to in this version. Requests go out at once, alongside a
+    /// `server/discover` that confirms the era; their answers count only once it has. If it does
+    /// not, the client falls back to `initialize` and sends them again.
+    Modern(String),
+    /// A legacy server: `initialize` straight away, without the probe (which a legacy server that
+    /// ignores unknown methods answers only by a timeout). If `initialize` fails, the client
+    /// probes after all.
+    Legacy,
 }
 
 impl Default for ClientOptions {
@@ -90,6 +106,7 @@ impl Default for ClientOptions {
             headers: Vec::new(),
             tracer: None,
             legacy_only: false,
+            known_era: None,
         }
     }
 }
@@ -141,8 +158,13 @@ pub struct ServerDescription {
 impl Client {
     /// Spawns a server process and connects over its stdin and stdout.
     pub async fn connect_stdio(command: StdioCommand, options: ClientOptions) -> Result<Client, Error> {
+        Client::connect_process(command.spawn()?, options).await
+    }
+
+    /// Connects to a server process started earlier with [`StdioCommand::spawn`].
+    pub async fn connect_process(process: ServerProcess, options: ClientOptions) -> Result<Client, Error> {
         let core = Core::new(options);
-        stdio::start(&core, command)?;
+        stdio::start(&core, process)?;
         core.negotiate(false).await?;
         Ok(Client { core })
     }
@@ -155,9 +177,18 @@ impl Client {
         Ok(Client { core })
     }
 
-    /// What the server said about itself when connecting.
+    /// What the server said about itself when connecting. With a remembered modern era, it is
+    /// complete once the first answer has come (or after [`Client::era`]).
     pub fn description(&self) -> ServerDescription {
         self.core.description()
+    }
+
+    /// The era this connection settled on, to remember for the next one (waits for the
+    /// confirmation of a remembered modern era).
+    pub async fn era(&self) -> Result<KnownEra, Error> {
+        self.core.settled().await.map_err(Error::from)?;
+        let d = self.core.description();
+        Ok(if d.modern { KnownEra::Modern(d.protocol_version) } else { KnownEra::Legacy })
     }
 
     /// The stderr the child process wrote so far (stdio only).

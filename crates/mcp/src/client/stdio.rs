@@ -1,5 +1,10 @@
 //! The stdio transport of the client: a child process, newline-delimited JSON on its stdin and
-//! stdout, its stderr kept apart (and capped). The child is ended when the client is dropped.
+//! stdout, its stderr kept apart (captured and capped, passed through, or discarded). The child is
+//! ended when the client is dropped.
+//!
+//! Starting the process ([`StdioCommand::spawn`]) and connecting to it
+//! ([`Client::connect_process`](super::Client::connect_process)) are separate steps, so a caller
+//! can start the server first and let its start-up overlap its own (the `mcp` command does).
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -24,8 +29,20 @@ const STDERR_CAP: usize = 64 * 1024;
 /// The longest line read from the server's stdout; longer ones are skipped.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
+/// What becomes of a server process's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stderr {
+    /// Kept (the first 64 KiB) for [`Client::stderr`](super::Client::stderr).
+    #[default]
+    Capture,
+    /// Written to this process's stderr as the server writes it.
+    Inherit,
+    /// Thrown away.
+    Discard,
+}
+
 /// How to start a server process.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StdioCommand {
     /// The program.
     pub program: String,
@@ -35,12 +52,42 @@ pub struct StdioCommand {
     pub env: Vec<(String, String)>,
     /// Working directory.
     pub cwd: Option<PathBuf>,
+    /// Where its stderr goes.
+    pub stderr: Stderr,
 }
 
 impl StdioCommand {
     /// `program` with no arguments.
     pub fn new(program: impl Into<String>) -> Self {
-        StdioCommand { program: program.into(), args: Vec::new(), env: Vec::new(), cwd: None }
+        StdioCommand { program: program.into(), args: Vec::new(), env: Vec::new(), cwd: None, stderr: Stderr::Capture }
+    }
+
+    /// Sets where the server's stderr goes.
+    pub fn stderr(mut self, stderr: Stderr) -> Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// Starts the process, with piped stdin and stdout. Needs no runtime: a caller can start the
+    /// server before anything else and connect later with
+    /// [`Client::connect_process`](super::Client::connect_process).
+    pub fn spawn(&self) -> Result<ServerProcess, Error> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(match self.stderr {
+            Stderr::Capture => Stdio::piped(),
+            Stderr::Inherit => Stdio::inherit(),
+            Stderr::Discard => Stdio::null(),
+        });
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", self.program))))?;
+        Ok(ServerProcess { command: self.clone(), child: Some(child) })
     }
 
     /// Adds arguments.
@@ -132,6 +179,23 @@ async fn exit_watch(child: &Child, limit: Duration) -> bool {
     }
 }
 
+/// Keeps the first [`STDERR_CAP`] bytes of the child's stderr in `sink`, and reads (and drops) the
+/// rest so the child never blocks on a full pipe.
+fn capture_stderr(mut stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static, sink: Arc<Mutex<String>>) {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut s = sink.lock().unwrap();
+            if s.len() < STDERR_CAP {
+                s.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        }
+    });
+}
+
 /// Says "stdout closed" when the reader task ends, however it ends.
 struct CloseSignal(tokio::sync::watch::Sender<bool>);
 
@@ -151,23 +215,40 @@ impl Drop for StdioSender {
     }
 }
 
-/// Spawns the child and wires it to `core`.
-pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error> {
-    let mut cmd = Command::new(&command.program);
-    cmd.args(&command.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (k, v) in &command.env {
-        cmd.env(k, v);
+/// A started server process, not yet connected. Dropped unconnected, it is killed and reaped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    command: StdioCommand,
+    /// Taken by [`start`].
+    child: Option<Child>,
+}
+
+impl ServerProcess {
+    /// The command it was started from.
+    pub fn command(&self) -> &StdioCommand {
+        &self.command
     }
-    if let Some(dir) = &command.cwd {
-        cmd.current_dir(dir);
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", command.program))))?;
-    // The pipes, driven by the reactor (no blocking threads).
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Wires a started process to `core`: its pipes are driven by the reactor (no blocking threads).
+pub(crate) fn start(core: &Arc<Core>, mut process: ServerProcess) -> Result<(), Error> {
+    let mut child = process.child.take().ok_or_else(Error::closed)?;
     let mut stdin = writer_for(OwnedFd::from(child.stdin.take().ok_or_else(Error::closed)?))?;
     let stdout = reader_for(OwnedFd::from(child.stdout.take().ok_or_else(Error::closed)?))?;
-    let mut stderr = reader_for(OwnedFd::from(child.stderr.take().ok_or_else(Error::closed)?))?;
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(async move {
         while let Some(line) = rx.recv().await {
@@ -177,19 +258,9 @@ pub(crate) fn start(core: &Arc<Core>, command: StdioCommand) -> Result<(), Error
         }
     });
     let captured = Arc::new(Mutex::new(String::new()));
-    let sink = captured.clone();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            let mut s = sink.lock().unwrap();
-            if s.len() < STDERR_CAP {
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        }
-    });
+    if let Some(stderr) = child.stderr.take() {
+        capture_stderr(reader_for(OwnedFd::from(stderr))?, captured.clone());
+    }
     let weak: Weak<Core> = Arc::downgrade(core);
     let (closed_tx, stdout_closed) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

@@ -1,0 +1,44 @@
+//! What the end-to-end tests share: the binaries under test, and a look at running processes.
+#![allow(dead_code)] // each test crate uses its own part
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The `mcp` binary under test.
+pub fn mcp() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcp"))
+}
+
+/// The `mcp-example` binary next to `mcp`, brought up to date once per test run (cargo does not
+/// rebuild another package's binary for this package's tests).
+pub fn example() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut args = vec!["build", "-q", "-p", "mcp-example"];
+        if mcp().parent().is_some_and(|d| d.ends_with("release")) {
+            args.push("--release");
+        }
+        let status = Command::new(cargo).args(&args).status().unwrap();
+        assert!(status.success(), "building mcp-example");
+    });
+    mcp().with_file_name("mcp-example")
+}
+
+/// Whether a process whose command line contains `marker` is alive (zombies count as gone).
+pub fn running(marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(marker)
+    })
+}
+
+/// A `sleep` argument no other process has: its seconds end in this process's id.
+pub fn unique_sleep() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    format!("300.{}{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
