@@ -1,10 +1,10 @@
 //! What `mcp` remembers between runs: each stdio server's protocol era.
 //!
 //! The spec lets a client persist the era it detected for a server and re-probe when the
-//! assumption fails (2026-07-28, versioning). A remembered modern server gets its request at
-//! once, alongside the `server/discover` that confirms the era (one round trip instead of two);
-//! a remembered legacy server gets `initialize` at once, without a probe that a legacy server
-//! ignoring unknown methods would answer only by a 5 s timeout. A wrong memory costs a fallback,
+//! assumption fails (2026-07-28, versioning). A remembered legacy server gets `initialize` at
+//! once, without a probe that a legacy server ignoring unknown methods would answer only by a
+//! 5 s timeout; a remembered modern server gets its request (unless it is a `tools/call`) at
+//! once, alongside the `server/discover` that confirms the era. A wrong memory costs a fallback,
 //! never a wrong answer (see `mcp::client::KnownEra`), and is corrected for the next run.
 //!
 //! The file is `$XDG_CACHE_HOME/mcp/eras.json` (else `~/.cache/mcp/eras.json`): a JSON array

@@ -184,19 +184,25 @@ fn a_server_that_ignores_the_end_of_its_input_is_ended() {
     assert!(!running(&sleep), "`sleep {sleep}` outlived mcp");
 }
 
-/// A legacy server in a few lines of shell: it knows `initialize`, `ping` and `tools/list`, and
-/// answers everything else (`server/discover` included) with "method not found".
-const LEGACY_SERVER: &str = r#"while IFS= read -r line; do
+/// A legacy server in a few lines of shell: it knows `initialize`, `ping`, `tools/list` and
+/// `tools/call` (which appends a line to `log`), and answers everything else (`server/discover`
+/// included) with "method not found". Like some real legacy servers, it does not insist on
+/// `initialize` coming first.
+fn legacy_server(log: &std::path::Path) -> String {
+    r#"while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
   [ -n "$id" ] || continue
   case "$line" in
     *'"method":"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}' ;;
     *'"method":"ping"'*) r='{}' ;;
     *'"method":"tools/list"'*) r='{"tools":[{"name":"antique","inputSchema":{"type":"object"}}]}' ;;
+    *'"method":"tools/call"'*) echo ran >> 'LOG'; r='{"content":[{"type":"text","text":"ran"}]}' ;;
     *) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id"; continue ;;
   esac
   printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
-done"#;
+done"#
+        .replace("LOG", log.to_str().unwrap())
+}
 
 /// The order of the JSON-RPC methods `mcp --trace` sent and received.
 fn traced_methods(out: &Output) -> Vec<String> {
@@ -215,26 +221,34 @@ fn traced_methods(out: &Output) -> Vec<String> {
 fn a_servers_era_is_remembered_between_runs() {
     let cache = tempfile::tempdir().unwrap();
     let example = example();
-    let call = ["--trace", "call", "echo", "text=hi", "--", example.to_str().unwrap()];
-    // First run: the probe is answered before the call goes out.
-    let first = run_with_cache(cache.path(), &call);
-    assert_eq!(String::from_utf8_lossy(&first.stdout), "hi\n");
+    let server = ["--", example.to_str().unwrap()];
+    let tools = [&["--trace", "--json", "tools"][..], &server].concat();
+    // First run: the probe is answered before the request goes out.
+    let first = run_with_cache(cache.path(), &tools);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     let sent = traced_methods(&first);
-    assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/call"], "{sent:?}");
-    // Second run: the call goes out alongside the probe, one round trip instead of two.
-    let second = run_with_cache(cache.path(), &call);
-    assert_eq!(String::from_utf8_lossy(&second.stdout), "hi\n");
+    assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/list"], "{sent:?}");
+    // Second run: the request goes out alongside the probe, one round trip instead of two.
+    let second = run_with_cache(cache.path(), &tools);
+    assert_eq!(json(&second), json(&first));
     let sent = traced_methods(&second);
-    assert_eq!(sent[..2], ["→ server/discover", "→ tools/call"], "{sent:?}");
+    assert_eq!(sent[..2], ["→ server/discover", "→ tools/list"], "{sent:?}");
+    // A tool call still waits for the era to be confirmed.
+    let call = run_with_cache(cache.path(), &[&["--trace", "call", "echo", "text=hi"][..], &server].concat());
+    assert_eq!(String::from_utf8_lossy(&call.stdout), "hi\n");
+    let sent = traced_methods(&call);
+    assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/call"], "{sent:?}");
     // --reprobe forgets it for one run.
-    let sent = traced_methods(&run_with_cache(cache.path(), &[&["--reprobe"][..], &call].concat()));
+    let sent = traced_methods(&run_with_cache(cache.path(), &[&["--reprobe"][..], &tools].concat()));
     assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
 }
 
 #[test]
 fn a_wrong_memory_costs_a_fallback_not_a_wrong_answer() {
     let cache = tempfile::tempdir().unwrap();
-    let server = ["--", "sh", "-c", LEGACY_SERVER];
+    let log = cache.path().join("calls.log");
+    let script = legacy_server(&log);
+    let server = ["--", "sh", "-c", &script];
     // Learn that it is legacy: probed, refused, initialized.
     let out = run_with_cache(cache.path(), &[&["--trace", "--json", "tools"][..], &server].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -244,16 +258,24 @@ fn a_wrong_memory_costs_a_fallback_not_a_wrong_answer() {
     let sent = traced_methods(&out);
     assert_eq!(sent[0], "→ initialize", "{sent:?}");
     assert!(!sent.iter().any(|m| m.contains("server/discover")), "{sent:?}");
-    // Now pretend it was remembered as modern (say the server was downgraded): the request goes
+    // Now pretend it was remembered as modern (say the server was downgraded): a request goes
     // out in the modern era, the probe says otherwise, and the request is sent again after
     // `initialize`. The answer is right, and the memory is corrected.
     let file = cache.path().join("mcp").join("eras.json");
-    let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replace("\"legacy\"", "\"2026-07-28\"")).unwrap();
+    let remembered_modern = || {
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text.replace("\"legacy\"", "\"2026-07-28\"")).unwrap();
+    };
+    remembered_modern();
     let out = run_with_cache(cache.path(), &[&["--trace", "--json", "tools"][..], &server].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(&out)["tools"][0]["name"], "antique");
-    let sent = traced_methods(&out);
-    assert!(sent.contains(&"→ initialize".to_owned()), "{sent:?}");
+    assert!(traced_methods(&out).contains(&"→ initialize".to_owned()));
     assert!(std::fs::read_to_string(&file).unwrap().contains("\"legacy\""));
+    // A tool call under the same wrong memory runs once, not once before and once after
+    // `initialize`.
+    remembered_modern();
+    let out = run_with_cache(cache.path(), &[&["call", "antique"][..], &server].concat());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
 }

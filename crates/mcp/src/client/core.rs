@@ -341,6 +341,12 @@ impl Core {
         if self.settled.borrow().is_some() {
             return self.raw(method, params, progress).await.map(Some);
         }
+        if method == "tools/call" {
+            // A legacy server may run a tool it is sent before `initialize`, and the call would
+            // then run twice: calls wait for the era to be confirmed.
+            self.settled().await?;
+            return Ok(None);
+        }
         let version = self.state.read().unwrap().version.clone();
         let held = |modern: bool| modern && self.state.read().unwrap().version == version;
         let raw = self.raw(method, params, progress);

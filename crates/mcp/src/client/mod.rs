@@ -88,7 +88,9 @@ pub struct ClientOptions {
 pub enum KnownEra {
     /// A 2026-07-28 server, spoken to in this version. Requests go out at once, alongside a
     /// `server/discover` that confirms the era; their answers count only once it has. If it does
-    /// not, the client falls back to `initialize` and sends them again.
+    /// not, the client falls back to `initialize` and sends them again. `tools/call` alone waits
+    /// for the confirmation: a legacy server might run a tool it gets before `initialize`, and a
+    /// second time after.
     Modern(String),
     /// A legacy server: `initialize` straight away, without the probe (which a legacy server that
     /// ignores unknown methods answers only by a timeout). If `initialize` fails, the client
