@@ -7,6 +7,8 @@
 //! `server/discover` probe answered before the call goes out).
 //!
 //! Run: `cargo build --release -p mcp-cli -p mcp-example -p mcp-bench && target/release/bench-cli`
+//! (`--mcp PATH` measures another build of `mcp`, e.g. the static one of
+//! `scripts/build-static-mcp.sh`).
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
 use std::path::Path;
@@ -37,7 +39,12 @@ fn mcp_call(mcp: &Path, example: &Path, cache: &Path, extra: &[&str]) -> Duratio
 fn main() {
     let no_fail = std::env::args().any(|a| a == "--no-fail");
     let pinned = std::env::args().any(|a| a == "--pinned");
-    let (mcp, example) = (sibling_binary("mcp"), sibling_binary("mcp-example"));
+    let args: Vec<String> = std::env::args().collect();
+    let mcp = match args.iter().position(|a| a == "--mcp") {
+        Some(i) => std::path::PathBuf::from(args.get(i + 1).expect("--mcp PATH")),
+        None => sibling_binary("mcp"),
+    };
+    let example = sibling_binary("mcp-example");
     if pinned {
         mcp_bench::pin_to_one_cpu();
     }
