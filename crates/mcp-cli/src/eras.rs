@@ -19,6 +19,10 @@ use serde_json::{json, Value};
 
 /// Servers remembered, at most; the least recently learned are forgotten first.
 const MAX_SERVERS: usize = 256;
+/// A server whose command line is longer than this is not remembered.
+const MAX_KEY: usize = 4096;
+/// A file larger than this is not read (it cannot be one of ours).
+const MAX_FILE: u64 = 2 * MAX_SERVERS as u64 * MAX_KEY as u64;
 /// The word stored for a legacy server (a modern one is stored as its version).
 const LEGACY: &str = "legacy";
 
@@ -43,7 +47,8 @@ impl Eras {
 
     /// Reads `path` (nothing remembered if it is missing, unreadable or not what it should be).
     fn load_from(path: Option<PathBuf>) -> Eras {
-        let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+        let ours = |p: &&PathBuf| std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE);
+        let text = path.as_ref().filter(ours).and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
         let entries = serde_json::from_str::<Vec<(String, String)>>(&text).unwrap_or_default();
         Eras { path, entries }
     }
@@ -60,7 +65,7 @@ impl Eras {
             KnownEra::Modern(version) => version.clone(),
             KnownEra::Legacy => LEGACY.to_owned(),
         };
-        if self.entries.iter().any(|(k, e)| *k == key && *e == word) {
+        if key.len() > MAX_KEY || self.entries.iter().any(|(k, e)| *k == key && *e == word) {
             return;
         }
         self.entries.retain(|(k, _)| *k != key);
@@ -105,6 +110,10 @@ mod tests {
         assert_eq!(reloaded.entries.len(), MAX_SERVERS);
         assert_eq!(reloaded.get(&a), None, "the oldest was forgotten");
         assert_eq!(reloaded.get(&key(&StdioCommand::new("server-0"))), Some(KnownEra::Legacy));
+        let mut reloaded = reloaded;
+        let long = key(&StdioCommand::new("x".repeat(MAX_KEY)));
+        reloaded.remember(long.clone(), &KnownEra::Legacy);
+        assert_eq!(Eras::load_from(reloaded.path.clone()).get(&long), None, "too long to remember");
         let _ = std::fs::remove_dir_all(dir);
     }
 
