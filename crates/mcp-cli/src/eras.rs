@@ -32,11 +32,26 @@ pub struct Eras {
     entries: Vec<(String, String)>,
 }
 
-/// How a server is named in the file: its whole command (program, arguments, environment) and
-/// the directory it runs in (relative paths in the command depend on it), as JSON.
+/// How a server is named in the file: its whole command (program, arguments, extra
+/// environment), the directory it runs in (relative paths depend on it) and a digest of the
+/// environment it inherits (a server may change with it, e.g. a variable that picks its mode), as
+/// JSON.
 pub fn key(command: &StdioCommand) -> String {
     let dir = command.cwd.clone().or_else(|| std::env::current_dir().ok());
-    json!([command.program, command.args, command.env, dir]).to_string()
+    json!([command.program, command.args, command.env, dir, environment_digest()]).to_string()
+}
+
+/// FNV-1a over this process's environment, sorted: the same in every run from the same place.
+fn environment_digest() -> String {
+    let mut vars: Vec<_> = std::env::vars_os().collect();
+    vars.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, value) in &vars {
+        for byte in name.as_encoded_bytes().iter().chain(b"=").chain(value.as_encoded_bytes()).chain(b"\0") {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
 }
 
 impl Eras {

@@ -241,6 +241,16 @@ fn a_servers_era_is_remembered_between_runs() {
     // --reprobe forgets it for one run.
     let sent = traced_methods(&run_with_cache(cache.path(), &[&["--reprobe"][..], &tools].concat()));
     assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
+    // The same command in another environment is another server, probed afresh.
+    let other = Command::new(mcp())
+        .args(&tools)
+        .env("XDG_CACHE_HOME", cache.path())
+        .env("SOME_SERVER_MODE", "other")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let sent = traced_methods(&other);
+    assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
 }
 
 #[test]
