@@ -378,8 +378,7 @@ fn report(cli: &Cli, result: &Result<Value, Failure>) {
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let early = early::start(&args);
-    let parsed = Cli::try_parse_from(&args);
-    let cli = match parsed {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             drop(early); // killed and reaped before clap exits

@@ -395,14 +395,15 @@ impl Core {
             }
             Some(KnownEra::Legacy) => match self.initialize().await {
                 Ok(()) => Ok(()),
-                Err(_) => self.probe(http).await,
+                Err(_) => self.probe(http, ProtocolVersion::LATEST.to_owned()).await,
             },
-            None => self.probe(http).await,
+            None => self.probe(http, ProtocolVersion::LATEST.to_owned()).await,
         }
     }
 
-    async fn probe(self: &Arc<Self>, http: bool) -> Result<(), Error> {
-        if self.discover(http).await? {
+    /// A `server/discover` probe preferring `version`, else `initialize`.
+    async fn probe(self: &Arc<Self>, http: bool, version: String) -> Result<(), Error> {
+        if self.discover_with(http, version, false).await? {
             return Ok(());
         }
         self.initialize().await
@@ -411,6 +412,7 @@ impl Core {
     /// Speaks `version` at once; a `server/discover` sent first confirms it, or the fallback to
     /// `initialize` runs. Requests meanwhile wait on [`Core::settled`] before trusting an answer.
     fn confirm_in_background(self: &Arc<Self>, http: bool, version: String) {
+        // The probe sets this too, but only once its task runs; requests may go out before.
         {
             let mut s = self.state.write().unwrap();
             s.modern = true;
@@ -419,22 +421,12 @@ impl Core {
         self.settled.send_replace(None);
         let core = self.clone();
         tokio::spawn(async move {
-            let outcome = async {
-                if !core.discover_with(http, version, false).await? {
-                    core.initialize().await?;
-                }
-                Ok::<(), Error>(())
-            }
-            .await;
+            let outcome = core.probe(http, version).await;
             core.settled.send_replace(Some(outcome.map_err(|e| e.to_string())));
         });
     }
 
     /// `Ok(true)` when the server answered as a 2026-07-28 server.
-    async fn discover(self: &Arc<Self>, http: bool) -> Result<bool, Error> {
-        self.discover_with(http, ProtocolVersion::LATEST.to_owned(), false).await
-    }
-
     async fn discover_with(self: &Arc<Self>, http: bool, version: String, retried: bool) -> Result<bool, Error> {
         {
             let mut s = self.state.write().unwrap();

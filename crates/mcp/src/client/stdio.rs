@@ -144,8 +144,7 @@ impl Sender for StdioSender {
                 }
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            end(&mut child);
         })
     }
 
@@ -209,10 +208,15 @@ impl Drop for StdioSender {
     /// A client dropped without `close()` ends its child: no orphans, no zombies.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.lock().unwrap().take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            end(&mut child);
         }
     }
+}
+
+/// Kills and reaps a child.
+fn end(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A started server process, not yet connected. Dropped unconnected, it is killed and reaped.
@@ -228,18 +232,12 @@ impl ServerProcess {
     pub fn command(&self) -> &StdioCommand {
         &self.command
     }
-
-    /// Its process id.
-    pub fn id(&self) -> u32 {
-        self.child.as_ref().map_or(0, Child::id)
-    }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            end(&mut child);
         }
     }
 }
