@@ -10,5 +10,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 triple=x86_64-unknown-linux-gnu
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p mcp-cli --bin mcp --target "$triple"
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p mcp-stack-cli --bin mcp --target "$triple"
 echo "target/$triple/release/mcp"

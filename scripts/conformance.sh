@@ -37,7 +37,7 @@ skip=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "$url"
 
 # --- client scenarios: the suite drives mcp-client-conformance against its own test servers ---
-cargo build --locked -q -p mcp-cli --bin mcp-client-conformance
+cargo build --locked -q -p mcp-stack-cli --bin mcp-client-conformance
 client_bin="$PWD/target/debug/mcp-client-conformance"
 client_failed=0
 client_passed=0

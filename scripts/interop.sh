@@ -23,7 +23,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cp tests/interop/*.mjs "$work/"
 ln -s "$CACHE/sdk-$SDK/node_modules" "$work/node_modules"
 
-cargo build --locked -q -p mcp-cli -p mcp-example
+cargo build --locked -q -p mcp-stack-cli -p mcp-example
 mcp=./target/debug/mcp
 example=./target/debug/mcp-example
 passed=0; failed=0

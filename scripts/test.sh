@@ -21,5 +21,5 @@ bash scripts/interop.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"
-    cargo test --locked -p mcp --test fuzz -- --nocapture
+    cargo test --locked -p mcp-stack --test fuzz -- --nocapture
 fi
