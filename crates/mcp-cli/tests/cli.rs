@@ -1,9 +1,9 @@
 //! `mcp` end to end: real processes and sockets against `mcp-example`, over stdio and HTTP in
 //! both eras, `--json`, `--config`, and each exit code from a real failure.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
+use mcp::testing::HttpServer;
 use serde_json::Value;
 
 mod common;
@@ -28,22 +28,9 @@ fn stdio(args: &[&str]) -> Output {
     run(&all)
 }
 
-struct Http(Child, String);
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `mcp-example --http` on a port the OS picks, read from its "serving MCP on URL" line.
-fn http_server() -> Http {
-    let mut child = Command::new(example()).args(["--http", "127.0.0.1:0"]).stderr(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    Http(child, url)
+fn http_server() -> HttpServer {
+    HttpServer::start(example(), &[]).expect("mcp-example serves HTTP")
 }
 
 fn json(out: &Output) -> Value {
@@ -71,10 +58,10 @@ fn lists_and_calls_over_stdio_in_both_eras() {
 fn lists_and_calls_over_http_in_both_eras() {
     let server = http_server();
     for era in [&[][..], &["--legacy"][..]] {
-        let out = run(&[era, &["--url", &server.1, "--json", "call", "echo", "text=hello there"]].concat());
+        let out = run(&[era, &["--url", server.url(), "--json", "call", "echo", "text=hello there"]].concat());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(json(&out)["content"][0]["text"], "hello there");
-        let out = run(&[era, &["--url", &server.1, "read", "example://greeting/Ada"]].concat());
+        let out = run(&[era, &["--url", server.url(), "read", "example://greeting/Ada"]].concat());
         assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello, Ada!\n");
     }
 }
@@ -118,7 +105,7 @@ fn trace_shows_every_message_on_stderr_and_json_keeps_stdout_clean() {
 #[test]
 fn falls_back_to_the_2024_11_05_http_sse_transport() {
     let server = http_server();
-    let old = server.1.replace("/mcp", "/sse");
+    let old = server.url().replace("/mcp", "/sse");
     let out = run(&["--url", &old, "--json", "call", "echo", "text=old transport"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(&out)["content"][0]["text"], "old transport");

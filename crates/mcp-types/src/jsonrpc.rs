@@ -193,6 +193,20 @@ pub enum MessageKind<'a> {
         /// The error.
         error: ErrorObject,
     },
+    /// A response (`result` or `error`, no `method`) that breaks the rules: never answered.
+    InvalidResponse {
+        /// Its id, when it is a string or an integer.
+        id: Option<RequestId>,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl MessageKind<'_> {
+    /// Whether this is a response (well formed or not): a message no peer may answer.
+    pub fn is_response(&self) -> bool {
+        matches!(self, MessageKind::Result { .. } | MessageKind::Error { .. } | MessageKind::InvalidResponse { .. })
+    }
 }
 
 /// Why a JSON object is not a valid JSON-RPC message, with the id when one could be read.
@@ -224,7 +238,15 @@ enum IdValue {
 
 impl<'a> Envelope<'a> {
     /// Classifies the message, or says why it is not a valid JSON-RPC 2.0 message.
+    ///
+    /// A message with `result` or `error` and no `method` is a response, however malformed
+    /// (wrong `jsonrpc`, an error object of the wrong shape, an id of any type): it is classified
+    /// as one ([`MessageKind::InvalidResponse`] when malformed), never as an invalid request, so
+    /// that no peer ever answers it. JSON-RPC peers must not reply to responses.
     pub fn kind(self) -> Result<MessageKind<'a>, InvalidMessage> {
+        if self.method.is_none() && (self.result.is_some() || self.error.is_some()) {
+            return Ok(self.response());
+        }
         let id = match self.id {
             None => None,
             Some(None) => Some(None),
@@ -236,36 +258,43 @@ impl<'a> Envelope<'a> {
             return Err(invalid(usable_id, "jsonrpc must be \"2.0\""));
         }
         let method = match self.method {
-            None => None,
+            None => return Err(invalid(usable_id, "a message needs a method, a result or an error")),
             Some(raw) => match serde_json::from_str::<Cow<'a, str>>(raw.get()) {
-                Ok(m) => Some(m),
+                Ok(m) => m,
                 Err(_) => return Err(invalid(usable_id, "method must be a string")),
             },
         };
-        match (method, id) {
-            (Some(method), None) => Ok(MessageKind::Notification { method, params: self.params }),
-            (Some(_), Some(None)) => Err(invalid(None, "request id must not be null")),
-            (Some(method), Some(Some(id))) => Ok(MessageKind::Request { id, method, params: self.params }),
-            (None, id) => Self::response(id.flatten(), self.result, self.error),
+        match id {
+            None => Ok(MessageKind::Notification { method, params: self.params }),
+            Some(None) => Err(invalid(None, "request id must not be null")),
+            Some(Some(id)) => Ok(MessageKind::Request { id, method, params: self.params }),
         }
     }
 
-    fn response(
-        id: Option<RequestId>,
-        result: Option<&'a RawValue>,
-        error: Option<&'a RawValue>,
-    ) -> Result<MessageKind<'a>, InvalidMessage> {
-        match (result, error) {
+    /// A response: a result, an error, or a malformed one (with its id when readable).
+    fn response(self) -> MessageKind<'a> {
+        let id = match &self.id {
+            Some(Some(IdValue::Valid(id))) => Some(id.clone()),
+            _ => None,
+        };
+        let malformed = |reason: String| MessageKind::InvalidResponse { id: id.clone(), reason };
+        if self.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+            return malformed("jsonrpc must be \"2.0\"".into());
+        }
+        if matches!(self.id, Some(Some(IdValue::Invalid))) {
+            return malformed("id must be a string or an integer".into());
+        }
+        match (self.result, self.error) {
+            (Some(_), Some(_)) => malformed("a response has either result or error, not both".into()),
             (Some(result), None) => match id {
-                Some(id) => Ok(MessageKind::Result { id, result }),
-                None => Err(invalid(None, "a result response needs an id")),
+                Some(id) => MessageKind::Result { id, result },
+                None => malformed("a result response needs an id".into()),
             },
             (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
-                Ok(error) => Ok(MessageKind::Error { id, error }),
-                Err(e) => Err(invalid(id, format!("malformed error object: {e}"))),
+                Ok(error) => MessageKind::Error { id, error },
+                Err(e) => malformed(format!("malformed error object: {e}")),
             },
-            (Some(_), Some(_)) => Err(invalid(id, "a response has either result or error, not both")),
-            (None, None) => Err(invalid(id, "a message needs a method, a result or an error")),
+            (None, None) => malformed("a message needs a method, a result or an error".into()),
         }
     }
 }
@@ -406,6 +435,32 @@ mod tests {
         let Ok(MessageKind::Request { id, .. }) = kind(r#"{"jsonrpc":"2.0","id":"1","method":"x"}"#) else { panic!() };
         assert_eq!(id, RequestId::String("1".into()));
         assert_ne!(id, RequestId::Number(1));
+    }
+
+    #[test]
+    fn anything_with_result_or_error_and_no_method_is_a_response() {
+        for text in [
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":"oops"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":{"a":1},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1e400,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":null}"#,
+        ] {
+            let kind = kind(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            assert!(kind.is_response(), "{text}");
+            assert!(matches!(kind, MessageKind::InvalidResponse { .. }), "{text}");
+        }
+        let Ok(MessageKind::InvalidResponse { id, .. }) = kind(r#"{"jsonrpc":"1.0","id":"s-1","result":{}}"#) else {
+            panic!()
+        };
+        assert_eq!(id, Some(RequestId::String("s-1".into())), "the id is kept when readable");
+        assert!(kind(r#"{"jsonrpc":"2.0","id":7,"result":null}"#).unwrap().is_response());
     }
 
     #[test]

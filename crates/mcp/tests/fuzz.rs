@@ -234,3 +234,119 @@ fn no_sequence_of_lines_panics_or_hangs_the_server() {
         })
     });
 }
+
+/// An id as raw JSON text: valid ones from a small pool (so they repeat), ids of every other type
+/// and size, and the ids of the server's own requests to the client (`s-0`, `s-1`).
+fn raw_id() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(
+        &[
+            "1",
+            "2",
+            "3",
+            "\"a\"",
+            "\"1\"",
+            "\"s-0\"",
+            "\"s-1\"",
+            "null",
+            "1.5",
+            "{\"x\":1}",
+            "[1]",
+            "true",
+            "123456789012345678901234567890",
+            "1e400",
+        ][..],
+    )
+}
+
+/// One message of a session: a request (sometimes with a reused id), a cancellation, or a
+/// response (well formed or not) that must never be answered.
+fn session_line() -> impl Strategy<Value = String> {
+    let request = (raw_id(), prop::sample::select(&["ping", "tools/list", "sleep", "ask", "echo"][..])).prop_map(
+        |(id, what)| match what {
+            "sleep" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sleep","arguments":{{"ms":15}}}}}}"#
+            ),
+            "ask" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"ask","arguments":{{}}}}}}"#
+            ),
+            "echo" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"x":1}}}}}}"#
+            ),
+            method => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#),
+        },
+    );
+    let cancel = raw_id().prop_map(|id| {
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#)
+    });
+    let response = (raw_id(), 0usize..8).prop_map(|(id, shape)| match shape {
+        0 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"action":"accept","content":{{"ms":1}}}}}}"#),
+        1 => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#),
+        2 => format!(r#"{{"jsonrpc":"1.0","id":{id},"result":{{}}}}"#),
+        3 => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":"not an object"}}"#),
+        4 => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":"x"}}}}"#),
+        5 => format!(r#"{{"id":{id},"result":null}}"#),
+        6 => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":1,"error":{{"code":1,"message":"m"}}}}"#),
+        _ => format!(r#"[{{"jsonrpc":"2.0","id":{id},"result":{{}}}}]"#),
+    });
+    prop_oneof![4 => request, 1 => cancel, 4 => response]
+}
+
+/// The id a line carries, as the server would echo it (`None` when it is not a usable id), and
+/// whether the line is request-shaped (has a method, or neither result nor error).
+fn id_and_shape(line: &str) -> Option<(String, bool)> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let id = value.get("id")?;
+    let id: mcp::types::RequestId = serde_json::from_value(id.clone()).ok()?;
+    let request_shaped = value.get("method").is_some() || (value.get("result").is_none() && value.get("error").is_none());
+    Some((serde_json::to_string(&id).ok()?, request_shaped))
+}
+
+#[test]
+fn answers_never_outnumber_requests_and_responses_are_never_answered() {
+    use std::collections::HashMap;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let options = mcp::engine::ServeOptions { shutdown_grace: Duration::from_millis(50), ..Default::default() };
+    run((any::<bool>(), prop::collection::vec(session_line(), 1..16)), 64, |(legacy, lines)| {
+        runtime.block_on(async {
+            let mut peer = mcp::transport::memory::connect_with(router(), options.clone());
+            let mut requests: HashMap<String, usize> = HashMap::new();
+            if legacy {
+                let init = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+                peer.send_line(init).await.unwrap();
+                *requests.entry("\"init\"".into()).or_default() += 1;
+            }
+            for l in &lines {
+                // Outside a session a modern request needs _meta; add it to half of them.
+                let l = if !legacy && l.contains("\"method\":\"tools/") {
+                    l.replacen("\"params\":{", &format!("\"params\":{{\"_meta\":{},", modern_meta()), 1)
+                } else {
+                    l.clone()
+                };
+                if let Some((id, true)) = id_and_shape(&l) {
+                    *requests.entry(id).or_default() += 1;
+                }
+                peer.send_line(&l).await.unwrap();
+            }
+            peer.close().await.unwrap();
+            let mut answers: HashMap<String, usize> = HashMap::new();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let msg = tokio::time::timeout_at(deadline, peer.recv()).await;
+                let msg = msg.map_err(|_| TestCaseError::fail(format!("the server did not finish after {lines:?}")))?;
+                let msg = msg.map_err(|e| TestCaseError::fail(format!("invalid output: {e}")))?;
+                let Some(msg) = msg else { break };
+                for item in msg.as_array().cloned().unwrap_or_else(|| vec![msg.clone()]) {
+                    prop_assert_eq!(&item["jsonrpc"], "2.0", "not JSON-RPC: {}", item);
+                    if item.get("method").is_none() && !item["id"].is_null() {
+                        *answers.entry(item["id"].to_string()).or_default() += 1;
+                    }
+                }
+            }
+            for (id, n) in &answers {
+                let asked = requests.get(id).copied().unwrap_or(0);
+                prop_assert!(*n <= asked, "{n} answers to id {id}, asked {asked} times, after {lines:?}");
+            }
+            Ok(())
+        })
+    });
+}

@@ -256,6 +256,7 @@ fn json_schema_2020_12() -> serde_json::Map<String, Value> {
 fn router() -> Router {
     Router::new()
         .info("mcp-server-conformance", env!("CARGO_PKG_VERSION"))
+        .description("the tools, resources and prompts the official MCP conformance suite calls by name; run it with --http 127.0.0.1:PORT.")
         .tool_def(tool("test_simple_text", "Returns a simple text response."), simple_text)
         .tool_def(tool("test_image_content", "Returns an image."), image_content)
         .tool_def(tool("test_audio_content", "Returns audio."), audio_content)

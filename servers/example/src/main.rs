@@ -73,6 +73,7 @@ async fn now(_args: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
 fn router() -> Router {
     Router::new()
         .info("mcp-example", env!("CARGO_PKG_VERSION"))
+        .description("the smallest useful MCP server (echo, sum, now, a resource, a template, a prompt), for trying hosts and clients against.")
         .instructions("A demonstration server: echo text back, add two numbers.")
         .tool("echo", "Returns the text it is given, unchanged. Call this to test the connection.", echo)
         .tool("sum", "Adds two numbers and returns \"a + b = c\". Call this for any addition.", sum)

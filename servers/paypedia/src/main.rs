@@ -1,11 +1,15 @@
 //! `paypedia`: the IBAN and bank-code MCP server.
 //!
 //! ```text
-//! paypedia [--data DIR] [--http ADDR]
+//! paypedia [--data DIR] [--http ADDR] [transport options]   # --help lists them all
 //! ```
 //! Serves stdio by default. `--data DIR` loads `bank_registry.csv` and `iban_formats.csv` from
 //! DIR instead of the registry built into the binary.
 
+use std::path::PathBuf;
+
+use clap::Parser;
+use mcp::cli::ServeArgs;
 use mcp::server::{RequestContext, Router, Structured, ToolDef, ToolError};
 use paypedia::tools::{
     self, BankResolveArgs, BankResolveOutput, BicLookupArgs, BicLookupOutput, IbanCheckArgs, IbanCheckOutput,
@@ -100,32 +104,33 @@ fn router() -> Router {
         )
 }
 
-fn usage() -> ! {
-    eprintln!("usage: paypedia [--data DIR] [--http ADDR]\n\nServes MCP on stdio by default.");
-    std::process::exit(2)
+/// paypedia: an MCP server for payment data. It checks IBANs (layout, ISO 13616 and national check
+/// digits) and names the bank and BIC behind them, on a registry of 25,333 national bank codes in
+/// 46 countries. Serves MCP on stdio unless --http is given.
+#[derive(Parser, Default)]
+#[command(name = "paypedia", version)]
+struct Cli {
+    /// Serve the registry in DIR (bank_registry.csv and iban_formats.csv, the format of
+    /// servers/paypedia/data) instead of the one built into the binary
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
-    let mut args = std::env::args().skip(1);
-    let mut rest = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--data" => {
-                let Some(dir) = args.next() else { usage() };
-                match Data::load(std::path::Path::new(&dir)) {
-                    Ok(data) => Data::install(data),
-                    Err(e) => {
-                        eprintln!("paypedia: cannot load --data {dir}: {e}");
-                        return std::process::ExitCode::FAILURE;
-                    }
-                }
+    let cli: Cli = mcp::cli::parse();
+    if let Some(dir) = &cli.data {
+        match Data::load(dir) {
+            Ok(data) => Data::install(data),
+            Err(e) => {
+                eprintln!("paypedia: cannot load --data {}: {e}", dir.display());
+                return std::process::ExitCode::FAILURE;
             }
-            "-h" | "--help" => usage(),
-            _ => rest.push(arg),
         }
     }
-    match mcp::serve_with_args(router(), rest).await {
+    match mcp::cli::serve(router(), &cli.serve).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("paypedia: {e}");

@@ -1,75 +1,23 @@
 //! `paypedia` as a real child process on real pipes: the walkthrough's calls, and bad input of
 //! every kind answered clearly without breaking anything.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
+use mcp::testing::LinePeer;
 use serde_json::{json, Value};
 
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    next_id: i64,
+/// paypedia on real pipes, after the handshake Claude Code sends.
+fn spawn(args: &[&str]) -> LinePeer {
+    let mut server = LinePeer::spawn(env!("CARGO_BIN_EXE_paypedia"), args);
+    server.timeout = std::time::Duration::from_secs(20);
+    let r = server.initialize("2025-06-18");
+    assert_eq!(r["result"]["serverInfo"]["name"], "paypedia");
+    server
 }
 
-impl Server {
-    fn spawn(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_paypedia"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut server = Server { child, stdin, lines, next_id: 1 };
-        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "claude-code", "version": "1.0"}});
-        let r = server.request("initialize", init);
-        assert_eq!(r["result"]["serverInfo"]["name"], "paypedia");
-        server.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
-        server
-    }
-
-    fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
-        let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("an answer within 20 s");
-        let value: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(value["id"], id);
-        value
-    }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": tool, "arguments": arguments}))["result"].clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
+/// The result of calling `tool`.
+fn call(server: &mut LinePeer, tool: &str, arguments: Value) -> Value {
+    server.request("tools/call", json!({"name": tool, "arguments": arguments}))["result"].clone()
 }
 
 fn text(result: &Value) -> &str {
@@ -78,7 +26,7 @@ fn text(result: &Value) -> &str {
 
 #[test]
 fn the_walkthrough_calls() {
-    let mut s = Server::spawn(&[]);
+    let mut s = spawn(&[]);
     let tools = s.request("tools/list", json!({}));
     let tools = tools["result"]["tools"].as_array().unwrap();
     let resolve = tools.iter().find(|t| t["name"] == "bank_resolve").unwrap();
@@ -87,16 +35,16 @@ fn the_walkthrough_calls() {
     assert_eq!(resolve["inputSchema"]["additionalProperties"], false);
     assert!(resolve["outputSchema"].is_object());
 
-    let r = s.call("iban_check", json!({"input": "FR7630006000011234567890189"}));
+    let r = call(&mut s, "iban_check", json!({"input": "FR7630006000011234567890189"}));
     assert_eq!(r["isError"], Value::Null);
     assert!(text(&r).contains("**VALID** · France (FR)"), "{}", text(&r));
     assert_eq!(r["structuredContent"]["results"][0]["valid"], true);
 
-    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
     assert!(text(&r).starts_with("**BNP PARIBAS** · BIC BNPAFRPP"), "{}", text(&r));
     assert_eq!(r["structuredContent"]["bank"]["bic"], "BNPAFRPP");
 
-    let r = s.call("bic_lookup", json!({"bic": "cobadeffxxx"}));
+    let r = call(&mut s, "bic_lookup", json!({"bic": "cobadeffxxx"}));
     assert_eq!(r["structuredContent"]["structure"]["institution"], "COBA");
     assert!(r["structuredContent"]["banks"]
         .as_array()
@@ -107,7 +55,7 @@ fn the_walkthrough_calls() {
 
 #[test]
 fn resources_and_prompt() {
-    let mut s = Server::spawn(&[]);
+    let mut s = spawn(&[]);
     let r = s.request("resources/read", json!({"uri": "paypedia://countries/fr"}));
     let fr: Value = serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!((fr["ibanLength"].clone(), fr["bankCodes"].clone()), (json!(27), json!(217)));
@@ -127,25 +75,25 @@ fn resources_and_prompt() {
 
 #[test]
 fn bad_input_gets_a_clear_answer() {
-    let mut s = Server::spawn(&[]);
+    let mut s = spawn(&[]);
     // Empty input.
-    let r = s.call("iban_check", json!({"input": ""}));
+    let r = call(&mut s, "iban_check", json!({"input": ""}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("No IBAN found"));
     // Control characters and non-ASCII around a valid IBAN.
-    let r = s.call("iban_check", json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}));
+    let r = call(&mut s, "iban_check", json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}));
     assert_eq!(r["structuredContent"]["valid"], 1, "{}", text(&r));
     // 1 MB of text with two IBANs inside.
     let filler = "lorem ipsum dolor sit amet ".repeat(40_000);
     let input = format!("{filler} GB29 NWBK 6016 1331 9268 19 {filler} DE99370400440532013000");
-    let r = s.call("iban_check", json!({"input": input}));
+    let r = call(&mut s, "iban_check", json!({"input": input}));
     assert_eq!(
         (r["structuredContent"]["valid"].clone(), r["structuredContent"]["invalid"].clone()),
         (json!(1), json!(1))
     );
     // 10,000 IBANs: all counted, the text stays small and says what was left out.
     let many = vec!["DE89370400440532013000"; 10_000].join("\n");
-    let r = s.call("iban_check", json!({"input": many}));
+    let r = call(&mut s, "iban_check", json!({"input": many}));
     let out = &r["structuredContent"];
     assert_eq!((out["found"].clone(), out["valid"].clone()), (json!(10_000), json!(10_000)));
     assert_eq!(out["results"].as_array().unwrap().len(), 100);
@@ -153,23 +101,23 @@ fn bad_input_gets_a_clear_answer() {
     assert!(text(&r).len() < 8_000, "text handed to the model: {} bytes", text(&r).len());
     assert!(text(&r).contains("9980 more not shown"), "{}", &text(&r)[text(&r).len() - 300..]);
     // Wrong types: a schema error the model can act on.
-    let r = s.call("iban_check", json!({"input": 42}));
+    let r = call(&mut s, "iban_check", json!({"input": 42}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("/input"), "{}", text(&r));
-    let r = s.call("bank_resolve", json!({"country": "FRANCE-LONG-NAME", "bankCode": "30004"}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "FRANCE-LONG-NAME", "bankCode": "30004"}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("country"), "{}", text(&r));
-    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004", "extra": true}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "FR", "bankCode": "30004", "extra": true}));
     assert_eq!(r["isError"], true);
-    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "99999"}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "FR", "bankCode": "99999"}));
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("217 codes"), "{}", text(&r));
-    let r = s.call("bank_resolve", json!({"country": "US", "bankCode": "026009593"}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "US", "bankCode": "026009593"}));
     assert!(text(&r).contains("no bank codes for US"), "{}", text(&r));
-    let r = s.call("bic_lookup", json!({"bic": "NOT A BIC"}));
+    let r = call(&mut s, "bic_lookup", json!({"bic": "NOT A BIC"}));
     assert_eq!(r["isError"], true);
     // Still serving.
-    let r = s.call("bank_resolve", json!({"country": "de", "bankCode": "370 400 44"}));
+    let r = call(&mut s, "bank_resolve", json!({"country": "de", "bankCode": "370 400 44"}));
     assert!(text(&r).contains("Commerzbank"), "{}", text(&r));
 }
 
@@ -184,8 +132,8 @@ fn data_dir_loads_a_registry_of_the_same_format() {
         "country,bank_code,name,bic,source,short_name,primary,preferred,check_method\nFR,30004,NEWER BANK NAME,BNPAFRPP,test,,1,1,\n",
     )
     .unwrap();
-    let mut s = Server::spawn(&["--data", dir.to_str().unwrap()]);
-    let r = s.call("bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
+    let mut s = spawn(&["--data", dir.to_str().unwrap()]);
+    let r = call(&mut s, "bank_resolve", json!({"country": "FR", "bankCode": "30004"}));
     assert!(text(&r).contains("NEWER BANK NAME"), "{}", text(&r));
     drop(s);
     // A missing or broken directory fails at start-up, with the reason on stderr.
@@ -193,4 +141,24 @@ fn data_dir_loads_a_registry_of_the_same_format() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bank_registry.csv"));
     std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_command_line_behaves_like_a_real_programs() {
+    let paypedia = env!("CARGO_BIN_EXE_paypedia");
+    let help = Command::new(paypedia).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    for option in ["--data", "--http", "--allow-host", "--allow-origin", "--trust-proxy", "--json-response", "--session-idle", "--max-sessions", "--version"] {
+        assert!(text.contains(option), "--help does not list {option}:\n{text}");
+    }
+    assert!(text.contains("IBAN"), "--help says what the server is:\n{text}");
+    let version = Command::new(paypedia).arg("--version").output().unwrap();
+    assert!(version.status.success());
+    assert_eq!(String::from_utf8_lossy(&version.stdout).trim(), format!("paypedia {}", env!("CARGO_PKG_VERSION")));
+    let bogus = Command::new(paypedia).arg("--bogus").output().unwrap();
+    assert_eq!(bogus.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("--bogus"), "the error names the option");
+    let missing = Command::new(paypedia).arg("--http").output().unwrap();
+    assert_eq!(missing.status.code(), Some(2), "an option without its value is a usage error");
 }

@@ -153,6 +153,13 @@ impl Core {
                 self.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)))
             }
             Ok(MessageKind::Error { id: Some(id), error }) => self.resolve(&id, Err(error)),
+            Ok(MessageKind::InvalidResponse { id, reason }) => {
+                tracing::warn!("dropped a malformed response from the server ({reason})");
+                if let Some(id) = id {
+                    let error = ErrorObject::new(TRANSPORT_FAILED, format!("the server's response is malformed: {reason}"));
+                    self.resolve(&id, Err(error));
+                }
+            }
             Ok(MessageKind::Notification { method, params }) if method == "notifications/progress" => {
                 if let Some(Ok(p)) = params.map(|p| serde_json::from_str::<ProgressParams>(p.get())) {
                     self.progress(p);

@@ -171,6 +171,19 @@ impl Client {
         Ok(Client { core })
     }
 
+    /// Connects over any byte stream carrying newline-delimited JSON-RPC, as stdio does: an
+    /// in-process pipe, a socket. The connection ends when the client is dropped or closed.
+    pub async fn connect_streams<R, W>(reader: R, writer: W, options: ClientOptions) -> Result<Client, Error>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let core = Core::new(options);
+        stdio::start_streams(&core, reader, writer, None, Default::default());
+        core.negotiate(false).await?;
+        Ok(Client { core })
+    }
+
     /// Connects to a Streamable HTTP endpoint (or a 2024-11-05 HTTP+SSE one).
     pub async fn connect_http(url: &str, options: ClientOptions) -> Result<Client, Error> {
         let core = Core::new(options);

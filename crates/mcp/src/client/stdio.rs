@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use mcp_types::RequestId;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::engine::lines::{Frame, LineReader};
@@ -245,27 +245,41 @@ impl Drop for ServerProcess {
 /// Wires a started process to `core`: its pipes are driven by the reactor (no blocking threads).
 pub(crate) fn start(core: &Arc<Core>, mut process: ServerProcess) -> Result<(), Error> {
     let mut child = process.child.take().ok_or_else(Error::closed)?;
-    let mut stdin = writer_for(OwnedFd::from(child.stdin.take().ok_or_else(Error::closed)?))?;
+    let stdin = writer_for(OwnedFd::from(child.stdin.take().ok_or_else(Error::closed)?))?;
     let stdout = reader_for(OwnedFd::from(child.stdout.take().ok_or_else(Error::closed)?))?;
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
-    tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                break;
-            }
-        }
-    });
     let captured = Arc::new(Mutex::new(String::new()));
     if let Some(stderr) = child.stderr.take() {
         capture_stderr(reader_for(OwnedFd::from(stderr))?, captured.clone());
     }
+    start_streams(core, stdout, stdin, Some(child), captured);
+    Ok(())
+}
+
+/// Wires any byte stream pair to `core`: newline-delimited JSON read from `reader`, written to
+/// `writer` (a child's pipes, an in-process pipe, a socket).
+pub(crate) fn start_streams(
+    core: &Arc<Core>,
+    reader: impl AsyncRead + Unpin + Send + 'static,
+    mut writer: impl AsyncWrite + Unpin + Send + 'static,
+    child: Option<Child>,
+    stderr: Arc<Mutex<String>>,
+) {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if writer.write_all(&line).await.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
     let weak: Weak<Core> = Arc::downgrade(core);
     let (closed_tx, stdout_closed) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let _closed = CloseSignal(closed_tx);
         // Bounded lines of bytes: an endless or non-UTF-8 line from the server is skipped, and
         // the connection goes on.
-        let mut lines = LineReader::new(stdout, MAX_LINE);
+        let mut lines = LineReader::new(reader, MAX_LINE);
         while let Ok(Some(frame)) = lines.next().await {
             let Some(core) = weak.upgrade() else { return };
             match frame {
@@ -286,8 +300,7 @@ pub(crate) fn start(core: &Arc<Core>, mut process: ServerProcess) -> Result<(), 
     core.set_sender(Arc::new(StdioSender {
         stdout_closed,
         tx: Mutex::new(Some(tx)),
-        child: Mutex::new(Some(child)),
-        stderr: captured,
+        child: Mutex::new(child),
+        stderr,
     }));
-    Ok(())
 }

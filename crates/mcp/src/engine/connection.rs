@@ -2,12 +2,13 @@
 //!
 //! Invariants:
 //! - every request gets exactly one response, unless it was cancelled (then none);
+//! - a response (a message with `result` or `error` and no `method`) is never answered, however
+//!   malformed: it resolves the request of ours it names, or it is logged and dropped;
 //! - a line that is not valid JSON gets -32700 with id `null`, a valid non-message gets -32600,
 //!   and the connection goes on; a notification never gets a response;
 //! - at most `max_in_flight` requests run at once: past that, the reader waits (backpressure);
 //! - a handler that panics answers -32603; the connection survives it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use super::inflight::{InFlight, Ticket};
 use super::lines::{Frame, LineReader};
 use super::outbox::{Outbox, OutboxReceiver};
 use super::session::Session;
@@ -61,7 +63,7 @@ where
     let (outbox, rx) = Outbox::channel(options.outbox_capacity);
     let writer = tokio::spawn(write_loop(writer, rx));
     let mut conn =
-        Connection { router, outbox, session: None, inflight: HashMap::new(), tasks: JoinSet::new(), forwarder: None };
+        Connection { router, outbox, session: None, inflight: InFlight::default(), tasks: JoinSet::new(), forwarder: None };
     let mut lines = LineReader::new(reader, options.max_line);
     let result = conn.read_loop(&mut lines, options.max_in_flight).await;
     conn.shutdown(options.shutdown_grace).await;
@@ -74,8 +76,8 @@ struct Connection {
     router: Router,
     outbox: Outbox,
     session: Option<Arc<Session>>,
-    inflight: HashMap<RequestId, CancellationToken>,
-    tasks: JoinSet<RequestId>,
+    inflight: InFlight,
+    tasks: JoinSet<Ticket>,
     forwarder: Option<JoinHandle<()>>,
 }
 
@@ -120,18 +122,16 @@ impl Connection {
                 _ = &mut deadline => break,
             }
         }
-        for token in self.inflight.values() {
-            token.cancel();
-        }
+        self.inflight.cancel_all();
         self.tasks.shutdown().await;
         if let Some(session) = &self.session {
             session.fail_pending();
         }
     }
 
-    fn finished(&mut self, done: Result<RequestId, tokio::task::JoinError>) {
-        if let Ok(id) = done {
-            self.inflight.remove(&id);
+    fn finished(&mut self, done: Result<Ticket, tokio::task::JoinError>) {
+        if let Ok(ticket) = done {
+            self.inflight.finish(&ticket);
         }
     }
 
@@ -156,43 +156,51 @@ impl Connection {
         match envelope.kind() {
             Ok(MessageKind::Request { id, method, params }) => self.on_request(id, &method, params).await,
             Ok(MessageKind::Notification { method, params }) => self.on_notification(&method, params),
-            Ok(MessageKind::Result { id, result }) => self.on_response(id, Ok(parse_value(result))),
-            Ok(MessageKind::Error { id: Some(id), error }) => self.on_response(id, Err(error)),
-            Ok(MessageKind::Error { id: None, error }) => {
-                tracing::warn!("the client reported an error: {error}")
-            }
+            Ok(response) => self.on_response(response),
             Err(invalid) => self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await,
         }
     }
 
-    /// JSON-RPC batches exist only in 2025-03-26.
+    /// JSON-RPC batches exist only in 2025-03-26. Elsewhere each request of a batch is refused
+    /// with its own error (one answer per request), and its responses still reach their requests.
     async fn on_batch(&mut self, line: &[u8]) {
         let items = match serde_json::from_slice::<Vec<&RawValue>>(line) {
             Ok(items) => items,
             Err(e) => return self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
         };
-        let allowed = self.session.as_ref().is_some_and(|s| s.version == ProtocolVersion::V2025_03_26);
-        if !allowed || items.is_empty() {
-            let why =
-                if allowed { "an empty batch" } else { "batches are only allowed in protocol version 2025-03-26" };
-            return self.send_error(None, ErrorObject::invalid_request(why)).await;
+        if items.is_empty() {
+            return self.send_error(None, ErrorObject::invalid_request("an empty batch")).await;
         }
+        let allowed = self.session.as_ref().is_some_and(|s| s.version == ProtocolVersion::V2025_03_26);
         let mut requests = Vec::new();
         for item in items {
-            match serde_json::from_str::<Envelope>(item.get()).map(Envelope::kind) {
-                Ok(Ok(MessageKind::Request { method, .. })) if method == "initialize" => {
-                    self.send_error(None, ErrorObject::invalid_request("initialize must not be sent in a batch")).await
+            let kind = match serde_json::from_str::<Envelope>(item.get()).map(Envelope::kind) {
+                Ok(Ok(kind)) => kind,
+                Ok(Err(invalid)) => {
+                    self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await;
+                    continue;
                 }
-                Ok(Ok(MessageKind::Request { id, method, params })) => match self.admit(&method, id.clone(), params) {
+                Err(e) => {
+                    self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await;
+                    continue;
+                }
+            };
+            match kind {
+                MessageKind::Request { id, .. } if !allowed => {
+                    let why = "batches are only allowed in protocol version 2025-03-26";
+                    self.send_error(Some(id), ErrorObject::invalid_request(why)).await
+                }
+                MessageKind::Request { id, method, .. } if method == "initialize" => {
+                    let why = "initialize must not be sent in a batch";
+                    self.send_error(Some(id), ErrorObject::invalid_request(why)).await
+                }
+                MessageKind::Request { id, method, params } => match self.admit(&method, id.clone(), params) {
                     Ok(admitted) => requests.push((id, method.into_owned(), params.map(ToOwned::to_owned), admitted)),
                     Err(e) => self.send_error(Some(id), e).await,
                 },
-                Ok(Ok(MessageKind::Notification { method, params })) => self.on_notification(&method, params),
-                Ok(Ok(MessageKind::Result { id, result })) => self.on_response(id, Ok(parse_value(result))),
-                Ok(Ok(MessageKind::Error { id: Some(id), error })) => self.on_response(id, Err(error)),
-                Ok(Ok(MessageKind::Error { id: None, .. })) => {}
-                Ok(Err(invalid)) => self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await,
-                Err(e) => self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
+                MessageKind::Notification { method, params } if allowed => self.on_notification(&method, params),
+                MessageKind::Notification { .. } => {}
+                response => self.on_response(response),
             }
         }
         if !requests.is_empty() {
@@ -209,7 +217,7 @@ impl Connection {
         {
             return self.on_initialize(id, params).await;
         }
-        if self.inflight.contains_key(&id) {
+        if self.inflight.contains(&id) {
             let e = ErrorObject::invalid_request(format!("request id {id} is already in use by a request in progress"));
             return self.send_error(Some(id), e).await;
         }
@@ -224,7 +232,7 @@ impl Connection {
         let outbox = self.outbox.clone();
         let method = method.to_owned();
         let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
-        self.inflight.insert(id.clone(), token.clone());
+        let ticket = self.inflight.insert(id.clone(), token.clone());
         self.tasks.spawn(async move {
             let outcome = tokio::select! {
                 outcome = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(outcome),
@@ -235,7 +243,7 @@ impl Connection {
                     send_response(&outbox, &id, result).await;
                 }
             }
-            id
+            ticket
         });
     }
 
@@ -270,15 +278,30 @@ impl Connection {
         let Some(Ok(params)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else {
             return;
         };
-        if let Some(token) = params.request_id.and_then(|id| self.inflight.remove(&id)) {
-            token.cancel();
+        if let Some(id) = params.request_id {
+            self.inflight.cancel(&id);
         }
     }
 
-    fn on_response(&mut self, id: RequestId, answer: Result<Value, ErrorObject>) {
+    /// A response from the client: it resolves the request of ours it names, or it is logged
+    /// and dropped. It is never answered, however malformed.
+    fn on_response(&mut self, response: MessageKind<'_>) {
+        let (id, answer) = match response {
+            MessageKind::Result { id, result } => (id, Ok(parse_value(result))),
+            MessageKind::Error { id: Some(id), error } => (id, Err(error)),
+            MessageKind::Error { id: None, error } => {
+                return tracing::warn!("dropped an error response without an id from the client: {error}");
+            }
+            MessageKind::InvalidResponse { id, reason } => {
+                tracing::warn!("dropped a malformed response from the client ({reason})");
+                let Some(id) = id else { return };
+                (id, Err(ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"))))
+            }
+            MessageKind::Request { .. } | MessageKind::Notification { .. } => return,
+        };
         let resolved = self.session.as_ref().is_some_and(|s| s.resolve(&id, answer));
         if !resolved {
-            tracing::debug!("a response for {id} matched no request in progress");
+            tracing::warn!("dropped a response for {id}, which matches no request of this server");
         }
     }
 

@@ -5,6 +5,7 @@
 //! router per POST instead (see `transport::http`).
 
 pub mod connection;
+pub(crate) mod inflight;
 pub mod lines;
 pub mod outbox;
 pub mod session;

@@ -134,6 +134,13 @@ impl Router {
         self
     }
 
+    /// What the server is, in a sentence: sent to clients (2025-11-25 and later) and shown by
+    /// `--help`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.config_mut().info.description = Some(text.into());
+        self
+    }
+
     /// The server's full identity (title, description, icons, website).
     pub fn implementation(mut self, info: Implementation) -> Self {
         self.config_mut().info = info;

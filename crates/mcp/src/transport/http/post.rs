@@ -88,7 +88,33 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             }
             accepted()
         }
+        Ok(MessageKind::InvalidResponse { id, reason }) => {
+            // A response is never answered with JSON-RPC: a plain 400 says it was not taken.
+            tracing::warn!("dropped a malformed response POSTed by a client ({reason})");
+            if let (Some(s), Some(id)) = (&session, id) {
+                let error = ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"));
+                s.session.resolve(&id, Err(error));
+            }
+            plain(StatusCode::BAD_REQUEST, &format!("malformed JSON-RPC response: {reason}"))
+        }
         Err(invalid) => rpc_error(StatusCode::BAD_REQUEST, invalid.id, ErrorObject::invalid_request(invalid.reason)),
+    }
+}
+
+/// A response in a batch: it resolves the session's request it names.
+fn resolve(session: &HttpSession, response: MessageKind<'_>) {
+    match response {
+        MessageKind::Result { id, result } => {
+            session.session.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)));
+        }
+        MessageKind::Error { id: Some(id), error } => {
+            session.session.resolve(&id, Err(error));
+        }
+        MessageKind::InvalidResponse { id: Some(id), reason } => {
+            let error = ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"));
+            session.session.resolve(&id, Err(error));
+        }
+        _ => {}
     }
 }
 
@@ -101,8 +127,8 @@ fn accepted() -> Response<Body> {
 fn cancel(session: Option<&HttpSession>, params: Option<&RawValue>) {
     let Some(session) = session else { return };
     let Some(Ok(p)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else { return };
-    if let Some(token) = p.request_id.and_then(|id| session.inflight.lock().unwrap().remove(&id)) {
-        token.cancel();
+    if let Some(id) = p.request_id {
+        session.inflight.lock().unwrap().cancel(&id);
     }
 }
 
@@ -139,9 +165,7 @@ async fn request(
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
-    if let Some(s) = &session {
-        s.inflight.lock().unwrap().insert(id.clone(), token.clone());
-    }
+    let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
     let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
@@ -153,8 +177,8 @@ async fn request(
             r = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(r),
             _ = task_token.cancelled() => None,
         };
-        if let Some(s) = &task_session {
-            s.inflight.lock().unwrap().remove(&task_id);
+        if let (Some(s), Some(ticket)) = (&task_session, &ticket) {
+            s.inflight.lock().unwrap().finish(ticket);
         }
         result.filter(|_| !task_token.is_cancelled()).map(|r| {
             let status = match &r {
@@ -409,6 +433,8 @@ async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u
             if method == "notifications/cancelled" {
                 cancel(Some(&session), params);
             }
+        } else {
+            resolve(&session, kind);
         }
     }
     if answers.is_empty() {

@@ -7,10 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_types::RequestId;
-use tokio_util::sync::CancellationToken;
-
 use super::events::EventStream;
+use crate::engine::inflight::InFlight;
 use crate::engine::outbox::OutboxReceiver;
 use crate::engine::session::Session;
 
@@ -23,7 +21,7 @@ pub(crate) struct HttpSession {
     pub session: Arc<Session>,
     /// Messages for the GET stream; a GET holds the lock while open.
     pub get_rx: Arc<tokio::sync::Mutex<OutboxReceiver>>,
-    pub inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pub inflight: Mutex<InFlight>,
     pub streams: Mutex<Vec<(u64, Arc<EventStream>)>>,
     next_stream: AtomicU64,
     last_active: AtomicU64,
@@ -32,14 +30,17 @@ pub(crate) struct HttpSession {
 
 impl Drop for HttpSession {
     fn drop(&mut self) {
-        for token in self.inflight.lock().unwrap().values() {
-            token.cancel();
-        }
+        self.inflight.lock().unwrap().cancel_all();
         self.session.fail_pending();
     }
 }
 
 impl HttpSession {
+    /// Nothing in flight and no open GET stream: ending it interrupts nothing.
+    fn is_idle(&self) -> bool {
+        !self.get_open.load(Ordering::Relaxed) && self.inflight.lock().unwrap().is_empty()
+    }
+
     /// Registers a new resumable stream; returns its number.
     pub fn add_stream(&self, stream: Arc<EventStream>) -> u64 {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
@@ -70,25 +71,35 @@ impl SessionTable {
         SessionTable { map: Mutex::new(HashMap::new()), max, idle, epoch: Instant::now() }
     }
 
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+    /// Microseconds since the table was made: fine enough that sessions touched one request
+    /// apart never tie when the least recently active is chosen.
+    fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
     }
 
-    /// Adds a session; `None` when the table is full.
+    /// Adds a session. When the table is full, the least recently active idle session (nothing
+    /// in flight, no open GET stream) is ended to make room: its client gets 404 on its next
+    /// request and initializes again, as the spec says. `None` only when every session is busy.
     pub fn insert(&self, session: Arc<Session>, get_rx: OutboxReceiver) -> Option<Arc<HttpSession>> {
         let mut map = self.map.lock().unwrap();
         if map.len() >= self.max {
-            return None;
+            let victim = map
+                .values()
+                .filter(|s| s.is_idle())
+                .min_by_key(|s| s.last_active.load(Ordering::Relaxed))
+                .map(|s| s.id.clone())?;
+            tracing::debug!("session table full: ended the least recently active idle session");
+            map.remove(&victim);
         }
         let id = new_session_id();
         let entry = Arc::new(HttpSession {
             id: id.clone(),
             session,
             get_rx: Arc::new(tokio::sync::Mutex::new(get_rx)),
-            inflight: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(InFlight::default()),
             streams: Mutex::new(Vec::new()),
             next_stream: AtomicU64::new(0),
-            last_active: AtomicU64::new(self.now_ms()),
+            last_active: AtomicU64::new(self.now_us()),
             get_open: AtomicBool::new(false),
         });
         map.insert(id, entry.clone());
@@ -98,7 +109,7 @@ impl SessionTable {
     /// The session `id`, marked active.
     pub fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
         let entry = self.map.lock().unwrap().get(id).cloned()?;
-        entry.last_active.store(self.now_ms(), Ordering::Relaxed);
+        entry.last_active.store(self.now_us(), Ordering::Relaxed);
         Some(entry)
     }
 
@@ -114,8 +125,8 @@ impl SessionTable {
 
     /// Drops sessions idle for longer than the timeout (an open GET stream counts as activity).
     pub fn reap(&self) -> usize {
-        let now = self.now_ms();
-        let idle = self.idle.as_millis() as u64;
+        let now = self.now_us();
+        let idle = self.idle.as_micros() as u64;
         let mut map = self.map.lock().unwrap();
         let before = map.len();
         map.retain(|_, s| {

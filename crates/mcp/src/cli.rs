@@ -1,0 +1,184 @@
+//! Command lines of server binaries: the options every server of ours takes, as a clap
+//! [`Args`](clap::Args) struct a server flattens into its own parser.
+//!
+//! ```no_run
+//! use clap::Parser;
+//! use mcp::cli::ServeArgs;
+//!
+//! /// My server: what it does, in one line (the first line of `--help`).
+//! #[derive(Parser, Default)]
+//! #[command(version)]
+//! struct Cli {
+//!     /// A directory of data to serve.
+//!     #[arg(long)]
+//!     data: Option<std::path::PathBuf>,
+//!     #[command(flatten)]
+//!     serve: ServeArgs,
+//! }
+//!
+//! # async fn demo(router: mcp::Router) -> std::io::Result<()> {
+//! let cli: Cli = mcp::cli::parse(); // no arguments (how hosts start servers): no parser at all
+//! mcp::cli::serve(router, &cli.serve).await
+//! # }
+//! ```
+//!
+//! A usage error prints what is wrong and exits with code 2; `--help` and `--version` exit 0.
+
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+
+use crate::server::Router;
+use crate::transport;
+use crate::transport::http::HttpConfig;
+
+/// How to serve: stdio by default, Streamable HTTP with `--http`, and the HTTP transport's
+/// settings.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+#[command(next_help_heading = "Transport")]
+pub struct ServeArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080; port 0
+    /// picks a free port, printed on stderr)
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Serve stdio (the default)
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Also accept this Host header (repeatable; `*` for any). Loopback names are always
+    /// accepted on a loopback address
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept this Origin (repeatable; `*` for any)
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Behind a reverse proxy: take the host from X-Forwarded-Host
+    #[arg(long)]
+    pub trust_proxy: bool,
+    /// Answer every request with one JSON body, never an SSE stream
+    #[arg(long)]
+    pub json_response: bool,
+    /// End legacy sessions idle for this many seconds
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub session_idle: u64,
+    /// The most live legacy sessions; when full, the least recently active idle one makes room
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs {
+            http: None,
+            stdio: false,
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            trust_proxy: false,
+            json_response: false,
+            session_idle: 600,
+            max_sessions: 10_000,
+        }
+    }
+}
+
+impl ServeArgs {
+    /// The HTTP transport's settings these options describe.
+    pub fn http_config(&self) -> HttpConfig {
+        HttpConfig {
+            allowed_hosts: self.allow_hosts.clone(),
+            allowed_origins: self.allow_origins.clone(),
+            trust_proxy: self.trust_proxy,
+            json_only: self.json_response,
+            session_idle: Duration::from_secs(self.session_idle),
+            max_sessions: self.max_sessions as usize,
+            ..HttpConfig::default()
+        }
+    }
+}
+
+/// Parses this process's command line into `C`. Without arguments (how a host starts a stdio
+/// server) no parser runs at all: `C::default()` is the answer, so start-up costs nothing.
+/// On a usage error, prints it and exits with code 2.
+pub fn parse<C: Parser + Default>() -> C {
+    if std::env::args_os().len() <= 1 {
+        return C::default();
+    }
+    C::parse()
+}
+
+/// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`.
+pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
+    match &args.http {
+        None => transport::stdio::serve(router).await,
+        Some(addr) => transport::http::serve_with_config(router, addr, args.http_config()).await,
+    }
+}
+
+/// The command line of a server without options of its own: `--help` names the server by its
+/// router's name and version.
+#[derive(Parser, Debug, Default)]
+struct Plain {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// Parses `args` (without the program name) as a server with no options of its own; what
+/// [`crate::serve`] does with the process's arguments.
+pub(crate) fn parse_plain(router: &Router, args: Vec<std::ffi::OsString>) -> Result<ServeArgs, clap::Error> {
+    let info = router.implementation_info();
+    let mut about = format!("{}: an MCP server.", info.name);
+    if let Some(description) = &info.description {
+        about = format!("{}: {description}", info.name);
+    }
+    let command = Plain::command().name(info.name.clone()).version(info.version.clone()).about(about);
+    let name = std::ffi::OsString::from(info.name.clone());
+    let matches = command.try_get_matches_from(std::iter::once(name).chain(args))?;
+    Plain::from_arg_matches(&matches).map(|p| p.serve)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser, Default)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    #[test]
+    fn the_default_is_what_an_empty_command_line_parses_to() {
+        let parsed = Cli::try_parse_from(["x"]).unwrap();
+        assert_eq!(parsed.serve, ServeArgs::default());
+    }
+
+    #[test]
+    fn options_parse_into_the_http_config() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--http",
+            "127.0.0.1:0",
+            "--allow-host",
+            "a.example",
+            "--json-response",
+            "--session-idle",
+            "5",
+            "--max-sessions",
+            "3",
+        ])
+        .unwrap();
+        let config = cli.serve.http_config();
+        assert_eq!(cli.serve.http.as_deref(), Some("127.0.0.1:0"));
+        assert_eq!(config.allowed_hosts, ["a.example"]);
+        assert!(config.json_only);
+        assert_eq!(config.session_idle, Duration::from_secs(5));
+        assert_eq!(config.max_sessions, 3);
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for args in [&["x", "--bogus"][..], &["x", "--max-sessions", "0"], &["x", "--session-idle", "soon"]] {
+            let e = Cli::try_parse_from(args).err().expect("an error");
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+}
