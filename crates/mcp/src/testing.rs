@@ -250,7 +250,8 @@ impl LinePeer {
     /// is not JSON.
     #[track_caller]
     pub fn recv(&mut self) -> Value {
-        let line = self.lines.recv_timeout(self.timeout).unwrap_or_else(|_| panic!("no line within {:?}", self.timeout));
+        let line =
+            self.lines.recv_timeout(self.timeout).unwrap_or_else(|_| panic!("no line within {:?}", self.timeout));
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
     }
 

@@ -297,7 +297,8 @@ fn id_and_shape(line: &str) -> Option<(String, bool)> {
     let value: Value = serde_json::from_str(line).ok()?;
     let id = value.get("id")?;
     let id: mcp::types::RequestId = serde_json::from_value(id.clone()).ok()?;
-    let request_shaped = value.get("method").is_some() || (value.get("result").is_none() && value.get("error").is_none());
+    let request_shaped =
+        value.get("method").is_some() || (value.get("result").is_none() && value.get("error").is_none());
     Some((serde_json::to_string(&id).ok()?, request_shaped))
 }
 

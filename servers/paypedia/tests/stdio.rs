@@ -81,7 +81,8 @@ fn bad_input_gets_a_clear_answer() {
     assert_eq!(r["isError"], true);
     assert!(text(&r).contains("No IBAN found"));
     // Control characters and non-ASCII around a valid IBAN.
-    let r = call(&mut s, "iban_check", json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}));
+    let r =
+        call(&mut s, "iban_check", json!({"input": "\u{0}\u{7}Zahlung an: DE89 3704 0044 0532 0130 00 — merci ✓\r\n"}));
     assert_eq!(r["structuredContent"]["valid"], 1, "{}", text(&r));
     // 1 MB of text with two IBANs inside.
     let filler = "lorem ipsum dolor sit amet ".repeat(40_000);
@@ -149,7 +150,17 @@ fn the_command_line_behaves_like_a_real_programs() {
     let help = Command::new(paypedia).arg("--help").output().unwrap();
     assert!(help.status.success());
     let text = String::from_utf8_lossy(&help.stdout);
-    for option in ["--data", "--http", "--allow-host", "--allow-origin", "--trust-proxy", "--json-response", "--session-idle", "--max-sessions", "--version"] {
+    for option in [
+        "--data",
+        "--http",
+        "--allow-host",
+        "--allow-origin",
+        "--trust-proxy",
+        "--json-response",
+        "--session-idle",
+        "--max-sessions",
+        "--version",
+    ] {
         assert!(text.contains(option), "--help does not list {option}:\n{text}");
     }
     assert!(text.contains("IBAN"), "--help says what the server is:\n{text}");

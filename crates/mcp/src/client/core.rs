@@ -31,6 +31,8 @@ pub enum Direction {
 pub(crate) const SESSION_EXPIRED: ErrorCode = ErrorCode(-31001);
 /// A local error code: the transport failed for this request.
 pub(crate) const TRANSPORT_FAILED: ErrorCode = ErrorCode(-31002);
+/// A local error code: the server answered, but with a malformed response.
+pub(crate) const MALFORMED_ANSWER: ErrorCode = ErrorCode(-31003);
 
 type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
@@ -156,7 +158,8 @@ impl Core {
             Ok(MessageKind::InvalidResponse { id, reason }) => {
                 tracing::warn!("dropped a malformed response from the server ({reason})");
                 if let Some(id) = id {
-                    let error = ErrorObject::new(TRANSPORT_FAILED, format!("the server's response is malformed: {reason}"));
+                    let error =
+                        ErrorObject::new(MALFORMED_ANSWER, format!("the server's response is malformed: {reason}"));
                     self.resolve(&id, Err(error));
                 }
             }
@@ -315,7 +318,9 @@ impl Core {
                     self.initialize().await?;
                     continue;
                 }
-                Err(e) if e.code == TRANSPORT_FAILED => return Err(Error::protocol(e.message)),
+                Err(e) if e.code == TRANSPORT_FAILED || e.code == MALFORMED_ANSWER => {
+                    return Err(Error::protocol(e.message))
+                }
                 Err(e) => return Err(Error::from(e)),
             };
             if result.get("resultType").and_then(Value::as_str) != Some("input_required") {

@@ -25,8 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::inflight::{InFlight, Ticket};
 use super::lines::{Frame, LineReader};
+use super::memory;
 use super::outbox::{Outbox, OutboxReceiver};
+use super::raw::{RawParams, Span};
 use super::session::Session;
+use crate::server::bounded;
 use crate::server::era::{self, Admitted};
 use crate::server::{Change, Router};
 
@@ -62,8 +65,14 @@ where
 {
     let (outbox, rx) = Outbox::channel(options.outbox_capacity);
     let writer = tokio::spawn(write_loop(writer, rx));
-    let mut conn =
-        Connection { router, outbox, session: None, inflight: InFlight::default(), tasks: JoinSet::new(), forwarder: None };
+    let mut conn = Connection {
+        router,
+        outbox,
+        session: None,
+        inflight: InFlight::default(),
+        tasks: JoinSet::new(),
+        forwarder: None,
+    };
     let mut lines = LineReader::new(reader, options.max_line);
     let result = conn.read_loop(&mut lines, options.max_in_flight).await;
     conn.shutdown(options.shutdown_grace).await;
@@ -93,7 +102,7 @@ impl Connection {
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => self.finished(done),
                 frame = lines.next(), if self.tasks.len() < max_in_flight => match frame? {
                     Some(Frame::Line(line)) => {
-                        self.on_line(&line).await;
+                        self.on_line(line).await;
                         if !lines.has_buffered_line() {
                             // Let the requests just started (and the writer) run before the
                             // next read: answers go out sooner, and reads batch more input.
@@ -135,29 +144,56 @@ impl Connection {
         }
     }
 
-    async fn on_line(&mut self, line: &[u8]) {
+    async fn on_line(&mut self, line: Vec<u8>) {
         let first = line.iter().find(|b| !b.is_ascii_whitespace());
         match first {
             None => {} // blank line: nothing to do
             Some(b'{') => self.on_object(line).await,
-            Some(b'[') => self.on_batch(line).await,
-            Some(_) => match serde_json::from_slice::<Value>(line) {
+            Some(b'[') => self.on_batch(&line).await,
+            Some(_) => match serde_json::from_slice::<Value>(&line) {
                 Ok(_) => self.send_error(None, ErrorObject::invalid_request("a message must be a JSON object")).await,
                 Err(e) => self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
             },
         }
     }
 
-    async fn on_object(&mut self, line: &[u8]) {
+    /// One message. A request to run takes the line with it into its task (its params are read
+    /// from there, never copied); anything else is handled here and the line dropped.
+    async fn on_object(&mut self, line: Vec<u8>) {
+        let Some(mut request) = self.read_object(&line).await else {
+            if line.len() >= memory::LARGE {
+                drop(line);
+                memory::release_freed_memory();
+            }
+            return;
+        };
+        let raw = RawParams::in_line(line, std::mem::replace(&mut request.span, Span::None));
+        self.run(request, raw);
+    }
+
+    /// Handles a message that is not a request to run; returns the request to run otherwise.
+    async fn read_object(&mut self, line: &[u8]) -> Option<Admission> {
         let envelope = match serde_json::from_slice::<Envelope>(line) {
             Ok(envelope) => envelope,
-            Err(e) => return self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await,
+            Err(e) => {
+                self.send_error(None, ErrorObject::parse_error(format!("Parse error: {e}"))).await;
+                return None;
+            }
         };
         match envelope.kind() {
-            Ok(MessageKind::Request { id, method, params }) => self.on_request(id, &method, params).await,
-            Ok(MessageKind::Notification { method, params }) => self.on_notification(&method, params),
-            Ok(response) => self.on_response(response),
-            Err(invalid) => self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await,
+            Ok(MessageKind::Request { id, method, params }) => self.admit_request(id, &method, params, line).await,
+            Ok(MessageKind::Notification { method, params }) => {
+                self.on_notification(&method, params);
+                None
+            }
+            Ok(response) => {
+                self.on_response(response);
+                None
+            }
+            Err(invalid) => {
+                self.send_error(invalid.id, ErrorObject::invalid_request(invalid.reason)).await;
+                None
+            }
         }
     }
 
@@ -195,7 +231,7 @@ impl Connection {
                     self.send_error(Some(id), ErrorObject::invalid_request(why)).await
                 }
                 MessageKind::Request { id, method, params } => match self.admit(&method, id.clone(), params) {
-                    Ok(admitted) => requests.push((id, method.into_owned(), params.map(ToOwned::to_owned), admitted)),
+                    Ok(admitted) => requests.push((id, method.into_owned(), RawParams::copied(params), admitted)),
                     Err(e) => self.send_error(Some(id), e).await,
                 },
                 MessageKind::Notification { method, params } if allowed => self.on_notification(&method, params),
@@ -212,30 +248,46 @@ impl Connection {
         era::admit(method, id, params, self.session.as_ref(), self.outbox.clone(), CancellationToken::new())
     }
 
-    async fn on_request(&mut self, id: RequestId, method: &str, params: Option<&RawValue>) {
+    /// Decides whether a request may run (`initialize` is answered here).
+    async fn admit_request(
+        &mut self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        line: &[u8],
+    ) -> Option<Admission> {
         if method == "initialize" && params.is_none_or(|p| !p.get().contains("io.modelcontextprotocol/protocolVersion"))
         {
-            return self.on_initialize(id, params).await;
+            self.on_initialize(id, params).await;
+            return None;
         }
         if self.inflight.contains(&id) {
             let e = ErrorObject::invalid_request(format!("request id {id} is already in use by a request in progress"));
-            return self.send_error(Some(id), e).await;
+            self.send_error(Some(id), e).await;
+            return None;
         }
         let token = CancellationToken::new();
         let session = self.session.as_ref();
-        let admitted = era::admit(method, id.clone(), params, session, self.outbox.clone(), token.clone());
-        let Admitted { cx, modern } = match admitted {
-            Ok(admitted) => admitted,
-            Err(e) => return self.send_error(Some(id), e).await,
-        };
+        match era::admit(method, id.clone(), params, session, self.outbox.clone(), token.clone()) {
+            Ok(admitted) => {
+                Some(Admission { id, method: method.to_owned(), span: RawParams::span(line, params), admitted, token })
+            }
+            Err(e) => {
+                self.send_error(Some(id), e).await;
+                None
+            }
+        }
+    }
+
+    /// Runs an admitted request in its own task.
+    fn run(&mut self, request: Admission, raw: RawParams) {
+        let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
         let router = self.router.clone();
         let outbox = self.outbox.clone();
-        let method = method.to_owned();
-        let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
         let ticket = self.inflight.insert(id.clone(), token.clone());
         self.tasks.spawn(async move {
             let outcome = tokio::select! {
-                outcome = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(outcome),
+                outcome = router.handle_guarded(&method, raw, &cx, modern) => Some(outcome),
                 _ = token.cancelled() => None,
             };
             if let Some(result) = outcome {
@@ -287,7 +339,12 @@ impl Connection {
     /// and dropped. It is never answered, however malformed.
     fn on_response(&mut self, response: MessageKind<'_>) {
         let (id, answer) = match response {
-            MessageKind::Result { id, result } => (id, Ok(parse_value(result))),
+            MessageKind::Result { id, result } => {
+                let budget = self.router.inner.config.value_budget;
+                let answer = bounded::parse(result.get(), budget)
+                    .map_err(|e| ErrorObject::invalid_request(format!("the client's response is {e}")));
+                (id, answer)
+            }
             MessageKind::Error { id: Some(id), error } => (id, Err(error)),
             MessageKind::Error { id: None, error } => {
                 return tracing::warn!("dropped an error response without an id from the client: {error}");
@@ -310,8 +367,13 @@ impl Connection {
     }
 }
 
-fn parse_value(raw: &RawValue) -> Value {
-    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+/// A request admitted to run, before its line moves into its task.
+struct Admission {
+    id: RequestId,
+    method: String,
+    span: Span,
+    admitted: Admitted,
+    token: CancellationToken,
 }
 
 #[derive(Serialize)]
@@ -326,22 +388,38 @@ pub(crate) async fn send_response(outbox: &Outbox, id: &RequestId, result: Resul
     outbox.send_raw(response_bytes(id, result)).await;
 }
 
-/// The serialized response to `id`.
+/// The serialized response to `id`, written into a buffer sized for it up front (growing a
+/// buffer for an 8 MiB answer by doubling would briefly hold two).
 pub(crate) fn response_bytes(id: &RequestId, result: Result<Value, ErrorObject>) -> Vec<u8> {
-    let bytes = match result {
-        Ok(result) => serde_json::to_vec(&ResultResponse { jsonrpc: "2.0", id, result: &result }),
+    let written = match result {
+        Ok(result) => {
+            let mut out = Vec::with_capacity(64 + estimated_len(&result, 0));
+            serde_json::to_writer(&mut out, &ResultResponse { jsonrpc: "2.0", id, result: &result }).map(|()| out)
+        }
         Err(error) => serde_json::to_vec(&JsonRpcError::new(Some(id.clone()), error)),
     };
-    bytes.unwrap_or_default()
+    written.unwrap_or_default()
 }
 
-type BatchItem = (RequestId, String, Option<Box<RawValue>>, Admitted);
+/// About how long `value` is as JSON text (strings get an eighth more for escapes).
+fn estimated_len(value: &Value, depth: usize) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => s.len() + s.len() / 8 + 2,
+        _ if depth > 64 => 1024,
+        Value::Array(items) => items.iter().map(|v| estimated_len(v, depth + 1) + 1).sum::<usize>() + 2,
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + 4 + estimated_len(v, depth + 1)).sum::<usize>() + 2,
+    }
+}
+
+type BatchItem = (RequestId, String, RawParams, Admitted);
 
 async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
     let work = requests.into_iter().map(|(id, method, params, admitted)| {
         let router = router.clone();
         async move {
-            let result = router.handle(&method, params.as_deref(), &admitted.cx, admitted.modern).await;
+            let result = router.handle(&method, params, &admitted.cx, admitted.modern).await;
             match result {
                 Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(error) => serde_json::to_value(JsonRpcError::new(Some(id), error)).unwrap_or_default(),
@@ -382,6 +460,18 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: OutboxReceiver
     const COALESCE_LIMIT: usize = 256 * 1024;
     let mut buffer = Vec::with_capacity(16 * 1024);
     while let Some(message) = rx.recv().await {
+        if message.len() >= COALESCE_LIMIT {
+            // A huge message goes out from its own buffer, not copied into this one.
+            writer.write_all(&message).await?;
+            writer.write_all(b"\n").await?;
+            writer.flush().await?;
+            let large = message.len() >= memory::LARGE;
+            drop(message);
+            if large {
+                memory::release_freed_memory();
+            }
+            continue;
+        }
         if !message.is_empty() {
             buffer.extend_from_slice(&message);
             buffer.push(b'\n');

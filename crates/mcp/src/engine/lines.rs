@@ -31,6 +31,8 @@ pub struct LineReader<R> {
 }
 
 const CHUNK: usize = 64 * 1024;
+/// A line at least this long is handed over in the reader's own buffer instead of copied out.
+const LARGE_LINE: usize = 64 * 1024;
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     /// A reader whose lines may be at most `max_line` bytes.
@@ -92,9 +94,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             self.scanned = self.buffer.len();
             return None;
         };
-        let mut line = self.buffer[self.start..end].to_vec();
-        self.start = end + 1;
-        self.scanned = self.start;
+        let mut line = if end - self.start >= LARGE_LINE {
+            self.take_large(end)
+        } else {
+            let line = self.buffer[self.start..end].to_vec();
+            self.start = end + 1;
+            self.scanned = self.start;
+            line
+        };
         if line.last() == Some(&b'\r') {
             line.pop();
         }
@@ -102,6 +109,21 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             return Some(Frame::TooLong);
         }
         Some(Frame::Line(line))
+    }
+
+    /// A large line ending at `end` leaves in the buffer that holds it, not in a copy: the bytes
+    /// read after it move to a new, small buffer instead.
+    fn take_large(&mut self, end: usize) -> Vec<u8> {
+        let start = self.start;
+        self.compact(); // in place: shifts the line to the front
+        let end = end - start;
+        let mut rest = Vec::with_capacity(CHUNK.max(self.buffer.len() - end - 1));
+        rest.extend_from_slice(&self.buffer[end + 1..]);
+        let mut line = std::mem::replace(&mut self.buffer, rest);
+        line.truncate(end);
+        self.start = 0;
+        self.scanned = 0;
+        line
     }
 
     fn take_rest(&mut self) -> Option<Frame> {
@@ -145,6 +167,27 @@ mod tests {
                 Frame::Line(b"bb".to_vec()),
                 Frame::Line(vec![]),
                 Frame::Line(b"ccc".to_vec())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn large_lines_leave_whole_and_what_follows_is_kept() {
+        let big = vec![b'x'; 300_000];
+        let mut input = b"a\n".to_vec();
+        input.extend_from_slice(&big);
+        input.extend_from_slice(b"\nbb\n");
+        input.extend_from_slice(&big);
+        input.extend_from_slice(b"\nc");
+        let f = frames(&input, 1_000_000).await;
+        assert_eq!(
+            f,
+            [
+                Frame::Line(b"a".to_vec()),
+                Frame::Line(big.clone()),
+                Frame::Line(b"bb".to_vec()),
+                Frame::Line(big),
+                Frame::Line(b"c".to_vec())
             ]
         );
     }

@@ -7,7 +7,9 @@
 pub mod connection;
 pub(crate) mod inflight;
 pub mod lines;
+pub(crate) mod memory;
 pub mod outbox;
+pub(crate) mod raw;
 pub mod session;
 
 pub use connection::{serve_connection, ServeOptions};

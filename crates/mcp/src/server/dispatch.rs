@@ -3,6 +3,7 @@
 //! Protocol failures are JSON-RPC errors; a tool's own failure (including arguments that do not
 //! match its schema) is an `isError: true` result the model can act on.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 
@@ -16,25 +17,100 @@ use mcp_types::prompts::{GetPromptParams, ListPromptsResult};
 use mcp_types::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult};
 use mcp_types::result::{PaginatedParams, ResultType};
 use mcp_types::subscriptions::{ListenParams, SubscriptionFilter};
-use mcp_types::tools::{CallToolParams, CallToolResult, ListToolsResult};
+use mcp_types::tools::{CallToolResult, ListToolsResult};
 use mcp_types::version::ProtocolVersion;
 use mcp_types::{ErrorObject, JsonObject};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+use super::bounded;
 use super::context::RequestContext;
 use super::pagination;
 use super::registry::Change;
 use super::state;
+use super::tool;
 use super::Router;
+use crate::engine::raw::RawParams;
 use crate::error::{ToolError, ToolErrorKind};
 
-fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Result<P, ErrorObject> {
-    let text = raw.map_or("{}", RawValue::get);
+/// The error for a URI that names no resource. A long URI is not echoed whole: an 8 MiB URI must
+/// not come back twice in the error.
+fn not_found(uri: &str, modern: bool) -> ErrorObject {
+    let error = ToolError::not_found(format!("Resource not found: {}", shown(uri))).into_error_object(modern);
+    if uri.len() <= 2048 {
+        error.with_data(json!({"uri": uri}))
+    } else {
+        error
+    }
+}
+
+/// A name or URI from the client as it appears in a message: whole when short, else its start.
+fn shown(text: &str) -> Cow<'_, str> {
+    const SHOWN: usize = 200;
+    match text.char_indices().nth(SHOWN) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &text[..cut])),
+    }
+}
+
+/// `inputResponses`, parsed within the budget.
+fn bounded_object(text: &str, budget: usize) -> Result<JsonObject, ErrorObject> {
+    match bounded::parse(text, budget) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ErrorObject::invalid_params("invalid params: inputResponses must be an object")),
+        Err(e) => Err(ErrorObject::invalid_params(format!("invalid params: inputResponses is {e}"))),
+    }
+}
+
+fn params<P: DeserializeOwned>(raw: &RawParams) -> Result<P, ErrorObject> {
+    let text = raw.text().unwrap_or("{}");
     serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+/// `tools/call` params, read in place: the arguments stay JSON text until the tool's schema and
+/// type read them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallToolText<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input_responses: Option<&'a RawValue>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// What an `input_required` state is bound to: the method, the name or URI, the arguments.
+struct Call<'a> {
+    method: &'static str,
+    name: &'a str,
+    arguments: CallArgs<'a>,
+}
+
+enum CallArgs<'a> {
+    Text(&'a str),
+    Value(Value),
+}
+
+impl Call<'_> {
+    /// The request's fingerprint (the arguments parsed, so a client's re-encoding of the same
+    /// arguments on its retry still matches).
+    fn fingerprint(&self, budget: usize) -> Result<String, ErrorObject> {
+        let parsed;
+        let arguments = match &self.arguments {
+            CallArgs::Value(v) => v,
+            CallArgs::Text(text) => {
+                parsed = bounded::parse(text, budget).map_err(ErrorObject::invalid_params)?;
+                &parsed
+            }
+        };
+        Ok(state::fingerprint(self.method, self.name, arguments))
+    }
 }
 
 fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
@@ -47,7 +123,7 @@ impl Router {
     pub(crate) async fn handle_guarded(
         &self,
         method: &str,
-        raw: Option<&RawValue>,
+        raw: RawParams,
         cx: &RequestContext,
         modern: bool,
     ) -> Result<Value, ErrorObject> {
@@ -62,25 +138,25 @@ impl Router {
     pub(crate) async fn handle(
         &self,
         method: &str,
-        raw: Option<&RawValue>,
+        raw: RawParams,
         cx: &RequestContext,
         modern: bool,
     ) -> Result<Value, ErrorObject> {
         let result = match method {
             "server/discover" => self.discover(),
             "ping" => Ok(json!({})),
-            "tools/list" => self.list_tools(params(raw)?),
-            "tools/call" => self.call_tool(params(raw)?, cx, modern).await,
-            "resources/list" => self.list_resources(params(raw)?),
-            "resources/templates/list" => self.list_templates(params(raw)?),
-            "resources/read" => self.read_resource(params(raw)?, cx, modern).await,
-            "prompts/list" => self.list_prompts(params(raw)?),
-            "prompts/get" => self.get_prompt(params(raw)?, cx, modern).await,
-            "completion/complete" => self.complete(params(raw)?),
-            "logging/setLevel" => self.set_level(params(raw)?, cx),
-            "resources/subscribe" => self.subscribe(params(raw)?, cx, true),
-            "resources/unsubscribe" => self.subscribe(params(raw)?, cx, false),
-            "subscriptions/listen" => return self.listen(params(raw)?, cx).await,
+            "tools/list" => self.list_tools(params(&raw)?),
+            "tools/call" => self.call_tool(raw, cx, modern).await,
+            "resources/list" => self.list_resources(params(&raw)?),
+            "resources/templates/list" => self.list_templates(params(&raw)?),
+            "resources/read" => self.read_resource(params(&raw)?, cx, modern).await,
+            "prompts/list" => self.list_prompts(params(&raw)?),
+            "prompts/get" => self.get_prompt(params(&raw)?, cx, modern).await,
+            "completion/complete" => self.complete(params(&raw)?),
+            "logging/setLevel" => self.set_level(params(&raw)?, cx),
+            "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
+            "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
+            "subscriptions/listen" => return self.listen(params(&raw)?, cx).await,
             _ => Err(ErrorObject::method_not_found(method)),
         }?;
         Ok(super::era::finish(self, method, result, modern))
@@ -115,64 +191,93 @@ impl Router {
         to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
     }
 
-    async fn call_tool(&self, p: CallToolParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+    /// `tools/call`. The arguments are checked and handed to the tool as the JSON text they
+    /// came in (a flat schema reads it in place); on a legacy session the request's buffer is
+    /// dropped before the tool runs, as nothing needs it again.
+    async fn call_tool(&self, raw: RawParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+        let budget = self.inner.config.value_budget;
+        let text = raw.text().unwrap_or("{}");
+        let p: CallToolText =
+            serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
         let tool = self.inner.registry.read().unwrap().tools.get(&p.name);
         let Some(tool) = tool else {
-            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)));
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {}", shown(&p.name))));
         };
-        let args = Value::Object(p.arguments.unwrap_or_default());
-        if let Err(problems) = tool.check(&args) {
-            let text = format!(
-                "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's input schema and call it again.",
-                p.name,
-                problems.join("; ")
-            );
-            return to_value(CallToolResult::error(text));
+        let arguments = match p.arguments.map(RawValue::get) {
+            None | Some("null") => "{}",
+            Some(a) if a.starts_with('{') => a,
+            Some(_) => return Err(ErrorObject::invalid_params("invalid params: arguments must be an object")),
+        };
+        let input = match tool.prepare(arguments, budget) {
+            Ok(input) => input,
+            Err(problems) => {
+                let text = format!(
+                    "Invalid arguments for tool {}: {}. Fix the arguments to match the tool's input schema and call it again.",
+                    p.name,
+                    problems.join("; ")
+                );
+                return to_value(CallToolResult::error(text));
+            }
+        };
+        let call = Call { method: "tools/call", name: &p.name, arguments: CallArgs::Text(arguments) };
+        let responses = p.input_responses.map(|r| bounded_object(r.get(), budget)).transpose()?;
+        self.resume(cx, modern, &call, p.request_state.as_deref(), responses)?;
+        let running = (tool.handler)(input, cx.clone());
+        if !modern {
+            drop(call);
+            drop(p);
+            drop(raw); // nothing reads the request again: a huge one is not held while the tool runs
+            return self.tool_outcome(running.await, cx, None);
         }
-        let fp =
-            self.resume(cx, modern, ("tools/call", &p.name, &args), p.request_state.as_deref(), p.input_responses)?;
-        match (tool.handler)(args, cx.clone()).await {
-            Ok(result) => to_value(result),
+        let outcome = running.await;
+        self.tool_outcome(outcome, cx, Some(&call))
+    }
+
+    fn tool_outcome(
+        &self,
+        outcome: Result<CallToolResult, ToolError>,
+        cx: &RequestContext,
+        call: Option<&Call<'_>>,
+    ) -> Result<Value, ErrorObject> {
+        match outcome {
+            Ok(result) => tool::result_value(result)
+                .map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}"))),
             Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
-            Err(e) => self.fail(e, cx, fp, modern),
+            Err(e) => self.fail(e, cx, call),
         }
     }
 
     /// On a 2026-07-28 request, hands the handler the answers of earlier rounds (sealed in
-    /// `requestState`) merged with this retry's, and returns the request's fingerprint (what
-    /// `input_required` state is bound to). Legacy requests are never retried: `None`.
+    /// `requestState`) merged with this retry's. Legacy requests are never retried.
     fn resume(
         &self,
         cx: &RequestContext,
         modern: bool,
-        (method, name, args): (&str, &str, &Value),
+        call: &Call<'_>,
         request_state: Option<&str>,
         responses: Option<JsonObject>,
-    ) -> Result<Option<String>, ErrorObject> {
+    ) -> Result<(), ErrorObject> {
         if !modern {
-            return Ok(None);
+            return Ok(());
         }
-        let fp = state::fingerprint(method, name, args);
         let mut answers = match request_state {
-            Some(s) => state::open(&self.inner.config.state_key, &fp, s)?,
+            Some(s) => {
+                state::open(&self.inner.config.state_key, &call.fingerprint(self.inner.config.value_budget)?, s)?
+            }
             None => JsonObject::new(),
         };
         answers.extend(responses.unwrap_or_default());
         cx.set_answers(answers, request_state.is_some());
-        Ok(Some(fp))
+        Ok(())
     }
 
     /// Turns a handler's error into `input_required` (modern) or a JSON-RPC error.
-    fn fail(
-        &self,
-        error: ToolError,
-        cx: &RequestContext,
-        fp: Option<String>,
-        modern: bool,
-    ) -> Result<Value, ErrorObject> {
-        match (error.kind, fp) {
-            (ToolErrorKind::InputRequired { requests }, Some(fp)) => {
+    fn fail(&self, error: ToolError, cx: &RequestContext, call: Option<&Call<'_>>) -> Result<Value, ErrorObject> {
+        let modern = call.is_some();
+        match (error.kind, call) {
+            (ToolErrorKind::InputRequired { requests }, Some(call)) => {
                 let config = &self.inner.config;
+                let fp = call.fingerprint(config.value_budget)?;
                 let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
                 to_value(InputRequiredResult {
                     result_type: ResultType::InputRequired,
@@ -212,18 +317,14 @@ impl Router {
                     .templates
                     .iter()
                     .find_map(|t| t.template.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
-                    .ok_or_else(|| {
-                        ToolError::not_found(format!("Resource not found: {}", p.uri))
-                            .into_error_object(modern)
-                            .with_data(json!({"uri": p.uri}))
-                    })?,
+                    .ok_or_else(|| not_found(&p.uri, modern))?,
             }
         };
-        let call = ("resources/read", p.uri.as_str(), &Value::Null);
-        let fp = self.resume(cx, modern, call, p.request_state.as_deref(), p.input_responses)?;
-        match handler(p.uri, vars, cx.clone()).await {
+        let call = Call { method: "resources/read", name: &p.uri, arguments: CallArgs::Value(Value::Null) };
+        self.resume(cx, modern, &call, p.request_state.as_deref(), p.input_responses)?;
+        match handler(p.uri.clone(), vars, cx.clone()).await {
             Ok(contents) => to_value(ReadResourceResult { contents, ..Default::default() }),
-            Err(e) => self.fail(e, cx, fp, modern),
+            Err(e) => self.fail(e, cx, modern.then_some(&call)),
         }
     }
 
@@ -236,19 +337,14 @@ impl Router {
     async fn get_prompt(&self, p: GetPromptParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
         let prompt = self.inner.registry.read().unwrap().prompts.get(&p.name);
         let Some(prompt) = prompt else {
-            return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
+            return Err(ErrorObject::invalid_params(format!("Unknown prompt: {}", shown(&p.name))));
         };
         let args = p.arguments.unwrap_or_default();
-        let fp = self.resume(
-            cx,
-            modern,
-            ("prompts/get", &p.name, &json!(args)),
-            p.request_state.as_deref(),
-            p.input_responses,
-        )?;
+        let call = Call { method: "prompts/get", name: &p.name, arguments: CallArgs::Value(json!(args)) };
+        self.resume(cx, modern, &call, p.request_state.as_deref(), p.input_responses)?;
         match (prompt.handler)(args, cx.clone()).await {
             Ok(result) => to_value(result),
-            Err(e) => self.fail(e, cx, fp, modern),
+            Err(e) => self.fail(e, cx, modern.then_some(&call)),
         }
     }
 

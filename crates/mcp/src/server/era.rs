@@ -34,28 +34,29 @@ const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks
 const CACHEABLE: &[&str] =
     &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
 
-/// The `_meta` fields the engine reads, decoded without the rest of the params.
+/// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
+/// text until typed, so a huge one is never a tree).
 #[derive(Deserialize, Default)]
-struct RequestMeta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<Value>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    client_capabilities: Option<Value>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
-    client_info: Option<Value>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel")]
-    log_level: Option<Value>,
+struct RequestMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
+    client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow)]
+    client_info: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow)]
+    log_level: Option<&'a RawValue>,
     #[serde(rename = "progressToken")]
     progress_token: Option<ProgressToken>,
 }
 
 #[derive(Deserialize)]
-struct ParamsMeta {
-    #[serde(rename = "_meta")]
-    meta: Option<RequestMeta>,
+struct ParamsMeta<'a> {
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<RequestMeta<'a>>,
 }
 
-fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta<'_>, ErrorObject> {
     let Some(raw) = params else {
         return Ok(RequestMeta::default());
     };
@@ -63,6 +64,17 @@ fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
         Ok(p) => Ok(p.meta.unwrap_or_default()),
         Err(e) => Err(ErrorObject::invalid_params(format!("params must be an object with a valid _meta: {e}"))),
     }
+}
+
+/// The most memory a client's declaration (capabilities, client info, `initialize` params) may
+/// take as a tree: a few KiB in practice.
+const DECLARATION_BUDGET: usize = 1024 * 1024;
+
+/// A client's declaration, typed, parsed within [`DECLARATION_BUDGET`].
+fn declared<T: serde::de::DeserializeOwned>(raw: &RawValue, what: &str) -> Result<T, ErrorObject> {
+    let tree = super::bounded::parse(raw.get(), DECLARATION_BUDGET)
+        .map_err(|e| ErrorObject::invalid_params(format!("{what} is {e}")))?;
+    serde_json::from_value(tree).map_err(|e| ErrorObject::invalid_params(format!("{what} is malformed: {e}")))
 }
 
 /// What the engine needs to run one request.
@@ -111,8 +123,8 @@ fn admit_modern(
     outbox: Outbox,
     cancel: CancellationToken,
 ) -> Result<Admitted, ErrorObject> {
-    let version = match meta.protocol_version {
-        Some(Value::String(v)) => v,
+    let version = match meta.protocol_version.map(|v| serde_json::from_str::<String>(v.get())) {
+        Some(Ok(v)) => v,
         _ => {
             return Err(ErrorObject::invalid_params(format!("_meta[\"{}\"] must be a string", meta::PROTOCOL_VERSION)))
         }
@@ -121,9 +133,7 @@ fn admit_modern(
         return Err(unsupported_version(&version));
     }
     let client_capabilities: ClientCapabilities = match meta.client_capabilities {
-        Some(v) => serde_json::from_value(v).map_err(|e| {
-            ErrorObject::invalid_params(format!("_meta[\"{}\"] is malformed: {e}", meta::CLIENT_CAPABILITIES))
-        })?,
+        Some(v) => declared(v, &format!("_meta[\"{}\"]", meta::CLIENT_CAPABILITIES))?,
         None => {
             return Err(ErrorObject::invalid_params(format!(
                 "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
@@ -131,10 +141,10 @@ fn admit_modern(
             )))
         }
     };
-    let client_info: Option<Implementation> = meta.client_info.and_then(|v| serde_json::from_value(v).ok());
+    let client_info: Option<Implementation> = meta.client_info.and_then(|v| declared(v, "clientInfo").ok());
     let request_log_level: Option<LoggingLevel> = match meta.log_level {
         None => None,
-        Some(v) => Some(serde_json::from_value(v).map_err(|_| {
+        Some(v) => Some(serde_json::from_str(v.get()).map_err(|_| {
             ErrorObject::invalid_params(format!(
                 "_meta[\"{}\"] must be one of debug, info, notice, warning, error, critical, alert, emergency",
                 meta::LOG_LEVEL
@@ -162,8 +172,8 @@ pub(crate) fn initialize(
     params: Option<&RawValue>,
 ) -> Result<(InitializeParams, InitializeResult), ErrorObject> {
     let raw = params.ok_or_else(|| ErrorObject::invalid_params("initialize needs params"))?;
-    let params: InitializeParams = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {e}")))?;
+    let params: InitializeParams = declared(raw, "the initialize params")
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {}", e.message)))?;
     let requested = params.protocol_version.as_str();
     let version = if ProtocolVersion::LEGACY.contains(&requested) { requested } else { ProtocolVersion::LATEST_LEGACY };
     let result = InitializeResult {

@@ -86,7 +86,7 @@ impl FlatSchema {
     /// `Ok` when `instance` matches, else the problems (at most 10).
     pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
         let Value::Object(object) = instance else {
-            return Err(vec![format!("{instance} is not of type \"object\"")]);
+            return Err(vec![format!("{} is not of type \"object\"", show(Seen::Value(instance)))]);
         };
         let mut problems = Vec::new();
         for name in &self.required {
@@ -95,20 +95,196 @@ impl FlatSchema {
             }
         }
         for (name, value) in object {
-            match self.properties.iter().find(|(p, _)| p == name) {
-                Some((_, rule)) => rule.check(&format!("/{}", escape(name)), value, &mut problems),
-                None if !self.additional => {
-                    problems.push(format!("Additional properties are not allowed ('{name}' was unexpected)"));
-                }
-                None => {}
+            self.check_property(name, Seen::Value(value), &mut problems);
+        }
+        verdict(problems)
+    }
+
+    /// [`FlatSchema::check`] on the JSON text of the instance, read without building a tree:
+    /// values of properties the schema does not name, and containers (which no flat property
+    /// accepts), are skipped as they are read, so checking takes no memory beyond the strings.
+    pub fn check_text(&self, text: &str) -> Result<(), Vec<String>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        match serde::de::Deserializer::deserialize_any(&mut de, Streaming { schema: self }) {
+            Ok(problems) => verdict(problems),
+            Err(e) => Err(vec![format!("the arguments are not valid JSON: {e}")]),
+        }
+    }
+
+    fn check_property(&self, name: &str, value: Seen<'_>, problems: &mut Vec<String>) {
+        match self.properties.iter().find(|(p, _)| p == name) {
+            Some((_, rule)) => rule.check(&format!("/{}", escape(name)), value, problems),
+            None if !self.additional => {
+                problems.push(format!("Additional properties are not allowed ('{name}' was unexpected)"));
+            }
+            None => {}
+        }
+    }
+}
+
+fn verdict(mut problems: Vec<String>) -> Result<(), Vec<String>> {
+    problems.truncate(10);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// A value as the checks see it: a parsed value, a string read in place, or a container that
+/// was skipped (only its kind is known).
+#[derive(Clone, Copy)]
+enum Seen<'a> {
+    Value(&'a Value),
+    Str(&'a str),
+    Container(&'static str),
+}
+
+/// How a value appears in a message: in full when short, else its start and an ellipsis (an
+/// 8 MiB argument must not come back 8 MiB long in the error).
+fn show(value: Seen<'_>) -> String {
+    const MAX: usize = 60;
+    let text = match value {
+        Seen::Value(v) => v.to_string(),
+        Seen::Str(s) => Value::String(s.chars().take(MAX + 1).collect()).to_string(),
+        Seen::Container("array") => return "[…]".into(),
+        Seen::Container(_) => return "{…}".into(),
+    };
+    if text.chars().count() <= MAX {
+        return text;
+    }
+    let mut cut: String = text.chars().take(MAX).collect();
+    cut.push('…');
+    cut
+}
+
+/// The top level of a streamed instance.
+struct Streaming<'s> {
+    schema: &'s FlatSchema,
+}
+
+impl<'de> serde::de::Visitor<'de> for Streaming<'_> {
+    type Value = Vec<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+        let mut present = vec![false; self.schema.required.len()];
+        let mut problems = Vec::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if let Some(i) = self.schema.required.iter().position(|r| *r == key) {
+                present[i] = true;
+            }
+            if self.schema.properties.iter().any(|(p, _)| *p == key) {
+                let value: Primitive = map.next_value()?;
+                self.schema.check_property(&key, value.seen(), &mut problems);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                self.schema.check_property(&key, Seen::Value(&Value::Null), &mut problems);
             }
         }
-        problems.truncate(10);
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
+        let missing = self.schema.required.iter().zip(present).filter(|(_, seen)| !seen);
+        let mut all: Vec<String> =
+            missing.map(|(name, _)| format!("{} is a required property", Value::String(name.clone()))).collect();
+        all.append(&mut problems);
+        Ok(all)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<String>, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(vec![format!("{} is not of type \"object\"", show(Seen::Container("array")))])
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Vec<String>, E> {
+        Ok(vec![format!("{} is not of type \"object\"", show(Seen::Str(v)))])
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Vec<String>, E> {
+        Ok(vec![format!("{v} is not of type \"object\"")])
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Vec<String>, E> {
+        Ok(vec![format!("{v} is not of type \"object\"")])
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Vec<String>, E> {
+        Ok(vec![format!("{v} is not of type \"object\"")])
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Vec<String>, E> {
+        Ok(vec![format!("{} is not of type \"object\"", Value::from(v))])
+    }
+
+    fn visit_unit<E>(self) -> Result<Vec<String>, E> {
+        Ok(vec!["null is not of type \"object\"".into()])
+    }
+}
+
+/// One property's value read from the text: scalars in full, strings in place when they need no
+/// unescaping, containers skipped.
+enum Primitive<'de> {
+    Scalar(Value),
+    Str(std::borrow::Cow<'de, str>),
+    Container(&'static str),
+}
+
+impl Primitive<'_> {
+    fn seen(&self) -> Seen<'_> {
+        match self {
+            Primitive::Scalar(v) => Seen::Value(v),
+            Primitive::Str(s) => Seen::Str(s),
+            Primitive::Container(kind) => Seen::Container(kind),
         }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Primitive<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(PrimitiveVisitor)
+    }
+}
+
+struct PrimitiveVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PrimitiveVisitor {
+    type Value = Primitive<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Scalar(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Scalar(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Scalar(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Scalar(Value::from(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Scalar(Value::Null))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Str(std::borrow::Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Str(std::borrow::Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Primitive<'de>, E> {
+        Ok(Primitive::Str(std::borrow::Cow::Owned(v)))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Primitive<'de>, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Primitive::Container("array"))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Primitive<'de>, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Primitive::Container("object"))
     }
 }
 
@@ -155,58 +331,86 @@ impl Rule {
         })
     }
 
-    fn has_type(&self, value: &Value) -> bool {
+    fn has_type(&self, value: Seen<'_>) -> bool {
         self.types.iter().any(|t| match (t.as_str(), value) {
-            ("string", Value::String(_)) | ("boolean", Value::Bool(_)) | ("null", Value::Null) => true,
-            ("number", Value::Number(_)) => true,
-            ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+            ("string", Seen::Value(Value::String(_)) | Seen::Str(_)) => true,
+            ("boolean", Seen::Value(Value::Bool(_))) | ("null", Seen::Value(Value::Null)) => true,
+            ("number", Seen::Value(Value::Number(_))) => true,
+            ("integer", Seen::Value(Value::Number(n))) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
             _ => false,
         })
     }
 
-    fn check(&self, path: &str, value: &Value, problems: &mut Vec<String>) {
+    fn check(&self, path: &str, value: Seen<'_>, problems: &mut Vec<String>) {
         if !self.has_type(value) {
             let quoted: Vec<String> = self.types.iter().map(|t| format!("\"{t}\"")).collect();
             let noun = if quoted.len() == 1 { "type" } else { "types" };
-            problems.push(format!("at {path}: {value} is not of {noun} {}", quoted.join(", ")));
+            problems.push(format!("at {path}: {} is not of {noun} {}", show(value), quoted.join(", ")));
             return;
         }
         if let Some(values) = &self.enumeration {
-            if !values.iter().any(|v| same(v, value)) {
+            let listed = match value {
+                Seen::Value(v) => values.iter().any(|e| same(e, v)),
+                Seen::Str(s) => values.iter().any(|e| e.as_str() == Some(s)),
+                Seen::Container(_) => false,
+            };
+            if !listed {
                 let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-                problems.push(format!("at {path}: {value} is not one of [{}]", listed.join(", ")));
+                problems.push(format!("at {path}: {} is not one of [{}]", show(value), listed.join(", ")));
             }
         }
-        if let Some(n) = value.as_f64() {
-            let checks = [
-                (self.minimum.is_some_and(|m| n < m), "less than the minimum of", self.minimum),
-                (self.maximum.is_some_and(|m| n > m), "greater than the maximum of", self.maximum),
-                (
-                    self.exclusive_minimum.is_some_and(|m| n <= m),
-                    "less than or equal to the minimum of",
-                    self.exclusive_minimum,
-                ),
-                (
-                    self.exclusive_maximum.is_some_and(|m| n >= m),
-                    "greater than or equal to the maximum of",
-                    self.exclusive_maximum,
-                ),
-            ];
-            for (broken, words, bound) in checks {
-                if broken {
-                    problems.push(format!("at {path}: {value} is {words} {}", bound.unwrap_or_default()));
-                }
+        if let Seen::Value(Value::Number(n)) = value {
+            let n = n.as_f64().unwrap_or_default();
+            self.check_bounds(path, n, show(value), problems);
+        }
+        let text = match value {
+            Seen::Value(Value::String(s)) => Some(s.as_str()),
+            Seen::Str(s) => Some(s),
+            _ => None,
+        };
+        if let Some(s) = text {
+            self.check_length(path, s, problems, || show(value));
+        }
+    }
+
+    fn check_bounds(&self, path: &str, n: f64, shown: String, problems: &mut Vec<String>) {
+        let checks = [
+            (self.minimum.is_some_and(|m| n < m), "less than the minimum of", self.minimum),
+            (self.maximum.is_some_and(|m| n > m), "greater than the maximum of", self.maximum),
+            (
+                self.exclusive_minimum.is_some_and(|m| n <= m),
+                "less than or equal to the minimum of",
+                self.exclusive_minimum,
+            ),
+            (
+                self.exclusive_maximum.is_some_and(|m| n >= m),
+                "greater than or equal to the maximum of",
+                self.exclusive_maximum,
+            ),
+        ];
+        for (broken, words, bound) in checks {
+            if broken {
+                problems.push(format!("at {path}: {shown} is {words} {}", bound.unwrap_or_default()));
             }
         }
-        if let Value::String(s) = value {
-            let chars = s.chars().count() as u64;
-            if self.min_length.is_some_and(|m| chars < m) {
-                problems
-                    .push(format!("at {path}: {value} is shorter than {} characters", self.min_length.unwrap_or(0)));
-            }
-            if self.max_length.is_some_and(|m| chars > m) {
-                problems.push(format!("at {path}: {value} is longer than {} characters", self.max_length.unwrap_or(0)));
-            }
+    }
+
+    fn check_length(&self, path: &str, s: &str, problems: &mut Vec<String>, shown: impl Fn() -> String) {
+        if self.min_length.is_none() && self.max_length.is_none() {
+            return;
+        }
+        let chars = s.chars().count() as u64;
+        if self.min_length.is_some_and(|m| chars < m) {
+            problems.push(format!(
+                "at {path}: {} is shorter than {} characters",
+                shown(),
+                self.min_length.unwrap_or(0)
+            ));
+        }
+        if self.max_length.is_some_and(|m| chars > m) {
+            problems.push(format!("at {path}: {} is longer than {} characters", shown(), self.max_length.unwrap_or(0)));
         }
     }
 }
@@ -298,6 +502,7 @@ mod tests {
         fn agrees_with_the_general_validator(schema in schema(), value in instance()) {
             let flat = FlatSchema::from_schema(&schema).expect("the generated schemas are flat");
             prop_assert_eq!(flat.check(&value).is_ok(), general(&schema, &value), "schema {} instance {}", Value::Object(schema.clone()), value);
+            prop_assert_eq!(flat.check_text(&value.to_string()).is_ok(), general(&schema, &value), "streamed: schema {} instance {}", Value::Object(schema.clone()), value);
         }
     }
 

@@ -16,6 +16,7 @@
 //! let router = Router::new().info("example", "1.0.0").tool("echo", "Returns the text it is given.", echo);
 //! ```
 
+pub(crate) mod bounded;
 mod completion;
 mod context;
 mod dispatch;
@@ -80,6 +81,8 @@ pub(crate) struct Config {
     pub state_key: StateKey,
     pub state_ttl: Duration,
     pub max_subscriptions: usize,
+    /// The most memory a value from the client (tool arguments, answers) may take as a tree.
+    pub value_budget: usize,
 }
 
 impl Default for Router {
@@ -114,6 +117,7 @@ impl Router {
                     state_key: StateKey::random(),
                     state_ttl: Duration::from_secs(600),
                     max_subscriptions: 1024,
+                    value_budget: bounded::DEFAULT_BUDGET,
                 },
                 registry: RwLock::new(Registry::default()),
                 completers: RwLock::new(Completers::default()),
@@ -169,6 +173,16 @@ impl Router {
     /// instance behind a load balancer the same key so any of them can take a retry.
     pub fn state_key(mut self, key: [u8; 32]) -> Self {
         self.config_mut().state_key = StateKey::new(key);
+        self
+    }
+
+    /// The most memory a value from the client may take once parsed into a tree (default
+    /// 16 MiB): the arguments of a tool whose schema is not flat, `inputResponses`. A larger one
+    /// is refused with a message, so that a small text of many tiny objects (which take tens of
+    /// times their size as a tree) cannot exhaust memory. Flat-schema arguments, the common case,
+    /// are read in place and never become a tree.
+    pub fn max_value_memory(mut self, bytes: usize) -> Self {
+        self.config_mut().value_budget = bytes;
         self
     }
 

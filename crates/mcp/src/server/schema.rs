@@ -84,6 +84,18 @@ impl CompiledSchema {
         matches!(self.inner, Compiled::General(_))
     }
 
+    /// Checks the JSON text of an instance. A flat schema reads the text in place (no tree is
+    /// built: `Ok(None)`); the general validator needs the tree, built within `budget` bytes and
+    /// returned when it matches (`Ok(Some(tree))`).
+    pub(crate) fn check_text(&self, text: &str, budget: usize) -> Result<Option<Value>, Vec<String>> {
+        if let Compiled::Flat(flat) = &self.inner {
+            return flat.check_text(text).map(|()| None);
+        }
+        let value = super::bounded::parse(text, budget).map_err(|e| vec![format!("the arguments are {e}")])?;
+        self.check(&value)?;
+        Ok(Some(value))
+    }
+
     /// `Ok` when `instance` matches, else one line per violation (at most 10), each naming where.
     pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
         let validator = match &self.inner {

@@ -24,8 +24,17 @@ use crate::error::ToolError;
 /// A boxed future, as stored handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// A tool's checked arguments on their way to its handler: the JSON text itself when a flat schema
+/// checked it in place, else the tree the general validator checked.
+pub(crate) enum ArgsIn<'a> {
+    Text(&'a str),
+    Value(Value),
+}
+
+/// A handler with its argument type erased. The arguments are deserialized before the returned
+/// future starts, so the future borrows nothing (the request's buffer can go).
 pub(crate) type ErasedToolHandler =
-    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
+    Arc<dyn for<'a> Fn(ArgsIn<'a>, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
 
 /// A tool as registered: its name, its definition and compiled input schema (both derived on
 /// first use, so a server with many tools still starts in a blink) and its handler.
@@ -43,11 +52,15 @@ impl ToolEntry {
         self.def.get_or_init(|| (self.make_def)())
     }
 
-    /// Checks arguments against the input schema; `Err` lists what to fix.
-    pub fn check(&self, args: &Value) -> Result<(), Vec<String>> {
+    /// Checks the JSON text of the arguments against the input schema (a tree of them is built
+    /// only when the schema is not flat, within `budget` bytes); `Err` lists what to fix.
+    pub fn prepare<'a>(&self, args: &'a str, budget: usize) -> Result<ArgsIn<'a>, Vec<String>> {
         let compiled = self.schema.get_or_init(|| CompiledSchema::compile(&self.def().input_schema));
         match compiled {
-            Ok(schema) => schema.check(args),
+            Ok(schema) => Ok(match schema.check_text(args, budget)? {
+                None => ArgsIn::Text(args),
+                Some(tree) => ArgsIn::Value(tree),
+            }),
             Err(e) => {
                 Err(vec![format!("the tool's own input schema is invalid ({e}); report this to the server's author")])
             }
@@ -235,6 +248,47 @@ impl From<&str> for ToolDef {
     }
 }
 
+/// A tool result as a JSON value, its text moved rather than copied (serializing a result holding
+/// an 8 MiB text would hold it twice).
+pub(crate) fn result_value(result: CallToolResult) -> Result<Value, serde_json::Error> {
+    let CallToolResult { result_type, content, structured_content, is_error, meta } = result;
+    let mut object = JsonObject::new();
+    if let Some(result_type) = result_type {
+        object.insert("resultType".into(), serde_json::to_value(result_type)?);
+    }
+    let content = content.into_iter().map(block_value).collect::<Result<Vec<Value>, _>>()?;
+    object.insert("content".into(), Value::Array(content));
+    if let Some(structured) = structured_content {
+        object.insert("structuredContent".into(), structured);
+    }
+    if let Some(is_error) = is_error {
+        object.insert("isError".into(), Value::Bool(is_error));
+    }
+    if let Some(meta) = meta {
+        object.insert("_meta".into(), serde_json::to_value(meta)?);
+    }
+    Ok(Value::Object(object))
+}
+
+fn block_value(block: ContentBlock) -> Result<Value, serde_json::Error> {
+    match block {
+        ContentBlock::Text(text) => {
+            let mcp_types::content::TextContent { text, annotations, meta } = text;
+            let mut object = JsonObject::new();
+            object.insert("type".into(), "text".into());
+            object.insert("text".into(), Value::String(text));
+            if let Some(annotations) = annotations {
+                object.insert("annotations".into(), serde_json::to_value(annotations)?);
+            }
+            if let Some(meta) = meta {
+                object.insert("_meta".into(), serde_json::to_value(meta)?);
+            }
+            Ok(Value::Object(object))
+        }
+        other => serde_json::to_value(other),
+    }
+}
+
 /// Builds the registry entry of a typed handler. Panics on an invalid name or schema: both are
 /// programming errors, found the first time the server starts.
 pub(crate) fn entry<H, Args, Out>(def: ToolDef, handler: H) -> ToolEntry
@@ -267,16 +321,51 @@ where
         let _ = entry_def.set(tool);
     }
     let name: Arc<str> = tool_name.as_str().into();
-    let handler: ErasedToolHandler = Arc::new(move |args: Value, cx: RequestContext| {
+    let handler: ErasedToolHandler = Arc::new(move |args: ArgsIn<'_>, cx: RequestContext| {
+        let parsed: Result<Args, serde_json::Error> = match args {
+            ArgsIn::Text(text) => serde_json::from_str(text),
+            ArgsIn::Value(tree) => serde_json::from_value(tree),
+        };
         let handler = handler.clone();
         let name = name.clone();
         Box::pin(async move {
-            let args: Args = serde_json::from_value(args)
-                .map_err(|e| ToolError::new(format!("Invalid arguments for tool {name}: {e}")))?;
+            let args = parsed.map_err(|e| ToolError::new(format!("Invalid arguments for tool {name}: {e}")))?;
             handler.call(args, cx).await.map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
     ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_types::content::{Annotations, TextContent};
+
+    use super::*;
+
+    #[test]
+    fn a_result_moved_into_a_value_is_what_serde_makes_of_it() {
+        let mut meta = JsonObject::new();
+        meta.insert("k".into(), "v".into());
+        let text = TextContent {
+            text: "hé \"quoted\"\n".into(),
+            annotations: Some(Annotations { priority: Some(0.5), ..Default::default() }),
+            meta: Some(meta.clone()),
+        };
+        let results = [
+            CallToolResult::text("plain"),
+            CallToolResult::error("failed"),
+            CallToolResult {
+                content: vec![ContentBlock::Text(text), ContentBlock::text("two")],
+                structured_content: Some(serde_json::json!({"a": [1, 2]})),
+                meta: Some(meta),
+                ..Default::default()
+            },
+            CallToolResult::default(),
+        ];
+        for result in results {
+            assert_eq!(result_value(result.clone()).unwrap(), serde_json::to_value(&result).unwrap());
+        }
+    }
 }
 
 fn check_name(name: &str) {

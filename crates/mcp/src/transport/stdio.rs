@@ -27,6 +27,7 @@ pub async fn serve(router: Router) -> io::Result<()> {
 
 /// [`serve`] with explicit limits.
 pub async fn serve_with(router: Router, options: ServeOptions) -> io::Result<()> {
+    crate::engine::memory::tune_for_large_messages();
     let protocol_out = take_stdout()?;
     let reader = reader_for(dup_fd(0)?)?;
     let writer = writer_for(protocol_out)?;

@@ -283,3 +283,68 @@ async fn json_only_mode_never_streams() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(r.json()["result"]["content"][0]["text"], "slept 20 ms");
 }
+
+const MALFORMED_RESPONSES: [&str; 6] = [
+    r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":2,"error":"not an object"}"#,
+    r#"{"jsonrpc":"2.0","id":{"x":1},"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#,
+    r#"{"id":3,"result":null}"#,
+    r#"{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":1,"message":"m"}}"#,
+];
+
+#[tokio::test]
+async fn responses_posted_to_the_endpoint_are_never_answered_with_json_rpc() {
+    let addr = start(HttpConfig::default()).await;
+    let sid = initialize(&addr).await;
+    let session = [JSON_SSE, CT, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    for body in MALFORMED_RESPONSES {
+        for headers in [&session[..], &[JSON_SSE, CT][..]] {
+            let r = send(&addr, "POST", "/mcp", headers, body, QUICK).await;
+            assert_eq!(r.status, 400, "{body}");
+            assert!(r.header("content-type").unwrap_or("").starts_with("text/plain"), "{body}: {:?}", r.headers);
+            assert!(serde_json::from_str::<Value>(&r.body).is_err(), "{body} was answered: {}", r.body);
+        }
+    }
+    // A well-formed response to nothing of ours: accepted and dropped.
+    let r = send(&addr, "POST", "/mcp", &session, r#"{"jsonrpc":"2.0","id":"s-99","result":{}}"#, QUICK).await;
+    assert_eq!((r.status, r.body.as_str()), (202, ""));
+}
+
+#[tokio::test]
+async fn responses_on_the_2024_11_05_transport_are_never_answered() {
+    let addr = start(HttpConfig::default()).await;
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let req = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("sessionId=") {
+        let n = tokio::time::timeout(QUICK, stream.read(&mut buf)).await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let endpoint = seen.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_owned();
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}),
+    );
+    send(&addr, "POST", &endpoint, &[CT], &init.to_string(), QUICK).await;
+    for body in MALFORMED_RESPONSES {
+        let r = send(&addr, "POST", &endpoint, &[CT], body, QUICK).await;
+        assert_eq!(r.status, 202, "{body}");
+    }
+    send(&addr, "POST", &endpoint, &[CT], &rpc(77, "ping", json!({})).to_string(), QUICK).await;
+    while !seen.contains("\"id\":77") {
+        let n = tokio::time::timeout(QUICK, stream.read(&mut buf)).await.unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let answered: Vec<Value> = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|m| m.get("id").is_some())
+        .collect();
+    let ids: Vec<&Value> = answered.iter().map(|m| &m["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(77)], "only the two requests were answered: {answered:?}");
+}

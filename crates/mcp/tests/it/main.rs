@@ -1,6 +1,7 @@
 //! Integration tests of the `mcp` crate over the in-memory transport: the same engine, framing
 //! and router as on stdio, without a process.
 
+mod client_rules;
 mod eras;
 mod http;
 mod input;

@@ -219,6 +219,7 @@ pub async fn serve(router: Router, addr: &str) -> std::io::Result<()> {
 
 /// [`serve`] with settings; Host and Origin are checked when `addr` is a loopback address.
 pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -> std::io::Result<()> {
+    crate::engine::memory::tune_for_large_messages();
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };

@@ -19,7 +19,9 @@ use super::sessions::HttpSession;
 use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared};
 use crate::engine::connection::{forward_changes, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
+use crate::engine::raw::RawParams;
 use crate::engine::session::Session;
+use crate::server::bounded;
 use crate::server::era::{self, Admitted};
 
 const SESSION: &str = "mcp-session-id";
@@ -68,7 +70,8 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     };
     match envelope.kind() {
         Ok(MessageKind::Request { id, method, params }) => {
-            request(&shared, &parts.headers, session, id, &method, params).await
+            let raw = RawParams::in_body(&body, params);
+            request(&shared, &parts.headers, session, id, &method, params, raw).await
         }
         Ok(MessageKind::Notification { method, params }) => {
             if method == "notifications/cancelled" {
@@ -78,7 +81,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
         Ok(MessageKind::Result { id, result }) => {
             if let Some(s) = &session {
-                s.session.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)));
+                s.session.resolve(&id, answer(&shared, result));
             }
             accepted()
         }
@@ -101,11 +104,18 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     }
 }
 
+/// A client's answer, parsed within the router's budget.
+fn answer(shared: &Shared, result: &RawValue) -> Result<Value, ErrorObject> {
+    let budget = shared.router.inner.config.value_budget;
+    bounded::parse(result.get(), budget)
+        .map_err(|e| ErrorObject::invalid_request(format!("the client's response is {e}")))
+}
+
 /// A response in a batch: it resolves the session's request it names.
-fn resolve(session: &HttpSession, response: MessageKind<'_>) {
+fn resolve(shared: &Shared, session: &HttpSession, response: MessageKind<'_>) {
     match response {
         MessageKind::Result { id, result } => {
-            session.session.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)));
+            session.session.resolve(&id, answer(shared, result));
         }
         MessageKind::Error { id: Some(id), error } => {
             session.session.resolve(&id, Err(error));
@@ -143,6 +153,7 @@ async fn request(
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
+    raw: RawParams,
 ) -> Response<Body> {
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
@@ -168,13 +179,12 @@ async fn request(
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
-    let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
     let task_token = token.clone();
     let task_id = id.clone();
     let task_session = session.clone();
     let task = tokio::spawn(async move {
         let result = tokio::select! {
-            r = router.handle_guarded(&method, params.as_deref(), &cx, modern) => Some(r),
+            r = router.handle_guarded(&method, raw, &cx, modern) => Some(r),
             _ = task_token.cancelled() => None,
         };
         if let (Some(s), Some(ticket)) = (&task_session, &ticket) {
@@ -425,7 +435,7 @@ async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u
             let admitted =
                 era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
             let result = match admitted {
-                Ok(a) => shared.router.handle_guarded(&method, params, &a.cx, a.modern).await,
+                Ok(a) => shared.router.handle_guarded(&method, RawParams::copied(params), &a.cx, a.modern).await,
                 Err(e) => Err(e),
             };
             answers.push(serde_json::from_slice(&response_bytes(&id, result)).unwrap_or_default());
@@ -434,7 +444,7 @@ async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u
                 cancel(Some(&session), params);
             }
         } else {
-            resolve(&session, kind);
+            resolve(&shared, &session, kind);
         }
     }
     if answers.is_empty() {

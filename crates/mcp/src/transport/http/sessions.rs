@@ -150,21 +150,10 @@ impl SessionTable {
                 let n = table.reap();
                 if n > 0 {
                     tracing::debug!("reaped {n} idle sessions");
-                    release_freed_memory();
+                    crate::engine::memory::release_freed_memory();
                 }
             }
         });
-    }
-}
-
-/// Hands memory freed by reaped sessions back to the OS (glibc keeps it otherwise), so a burst
-/// of abandoned sessions does not leave the process large.
-#[allow(unsafe_code)]
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

@@ -1,0 +1,118 @@
+//! The params of one request, kept in the buffer they arrived in (a stdio line, an HTTP body)
+//! until the method's own type reads them, so a huge request is never copied on its way in.
+//!
+//! The buffer moves with the request into its task and is dropped as soon as the method has
+//! parsed what it needs.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+
+/// A request's raw params.
+#[derive(Debug, Default)]
+pub(crate) struct RawParams {
+    buffer: Buffer,
+    /// Where the params are in the buffer; `None` when the request had none.
+    range: Option<Range<usize>>,
+}
+
+#[derive(Debug, Default)]
+enum Buffer {
+    #[default]
+    Empty,
+    Line(Vec<u8>),
+    Body(Bytes),
+    Copied(Box<str>),
+}
+
+impl RawParams {
+    /// Where the params (borrowed from `line` by the envelope's parse) are in it, so the line can
+    /// move into [`RawParams::in_line`] once the borrow ends.
+    pub fn span(line: &[u8], params: Option<&RawValue>) -> Span {
+        match params {
+            None => Span::None,
+            Some(p) => match range_within(line, p) {
+                Some(range) => Span::At(range),
+                None => Span::Copied(RawParams::copied(Some(p))),
+            },
+        }
+    }
+
+    /// The params at `span` in `line`; the line moves in.
+    pub fn in_line(line: Vec<u8>, span: Span) -> RawParams {
+        match span {
+            Span::None => RawParams::default(),
+            Span::At(range) => RawParams { buffer: Buffer::Line(line), range: Some(range) },
+            Span::Copied(copy) => copy,
+        }
+    }
+
+    /// Params found in an HTTP body; the body is shared, not copied.
+    pub fn in_body(body: &Bytes, params: Option<&RawValue>) -> RawParams {
+        match params.and_then(|p| range_within(body, p)) {
+            Some(range) => RawParams { buffer: Buffer::Body(body.clone()), range: Some(range) },
+            None => RawParams::copied(params),
+        }
+    }
+
+    /// A copy of `params` (batch items: small, and parsed out of a shared array).
+    pub fn copied(params: Option<&RawValue>) -> RawParams {
+        match params {
+            Some(p) => {
+                let text: Box<str> = p.get().into();
+                let range = 0..text.len();
+                RawParams { buffer: Buffer::Copied(text), range: Some(range) }
+            }
+            None => RawParams::default(),
+        }
+    }
+
+    /// The params' JSON text, or `None` when the request had none.
+    pub fn text(&self) -> Option<&str> {
+        let range = self.range.clone()?;
+        let bytes = match &self.buffer {
+            Buffer::Empty => return None,
+            Buffer::Line(line) => &line[range],
+            Buffer::Body(body) => &body[range],
+            Buffer::Copied(text) => return text.get(range),
+        };
+        // The envelope's parse already checked this text; the second look is a fast scan.
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
+/// Where a request's params are in its line.
+#[derive(Debug)]
+pub(crate) enum Span {
+    None,
+    At(Range<usize>),
+    Copied(RawParams),
+}
+
+/// Where `inner` (borrowed from `outer` by a parse) lies in `outer`.
+fn range_within(outer: &[u8], inner: &RawValue) -> Option<Range<usize>> {
+    let start = (inner.get().as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+    let end = start.checked_add(inner.get().len())?;
+    (end <= outer.len()).then_some(start..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_found_in_place_and_copied_otherwise() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[1,2]}}"#.to_vec();
+        let envelope: mcp_types::jsonrpc::Envelope = serde_json::from_slice(&line).unwrap();
+        let Ok(mcp_types::jsonrpc::MessageKind::Request { params, .. }) = envelope.kind() else { panic!() };
+        let span = RawParams::span(&line, params);
+        assert!(matches!(span, Span::At(_)));
+        let in_place = RawParams::in_line(line.clone(), span);
+        assert_eq!(in_place.text(), Some(r#"{"a":[1,2]}"#));
+        let elsewhere: Box<RawValue> = RawValue::from_string(r#"{"b":1}"#.into()).unwrap();
+        let span = RawParams::span(&line, Some(&elsewhere));
+        assert_eq!(RawParams::in_line(line, span).text(), Some(r#"{"b":1}"#));
+        assert_eq!(RawParams::copied(None).text(), None);
+    }
+}
