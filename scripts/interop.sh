@@ -16,6 +16,11 @@ fi
 if [ ! -d "$CACHE/sdk-$SDK/node_modules/@modelcontextprotocol/sdk" ]; then
     npm install --prefix "$CACHE/sdk-$SDK" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/sdk@$SDK" >&2
 fi
+FS_SERVER=${INTEROP_FS_VERSION:-2026.8.31}
+if [ ! -d "$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesystem" ]; then
+    npm install --prefix "$CACHE/fs-$FS_SERVER" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-filesystem@$FS_SERVER" >&2
+fi
+fs_server="$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 export NODE_PATH="$CACHE/sdk-$SDK/node_modules"
 # ES modules resolve from the script's folder: link the SDK's node_modules next to the scripts.
 work=$(mktemp -d)
@@ -47,6 +52,13 @@ port=$(free_port)
 wait_port "$port"
 expect "mcp calls a TypeScript HTTP server" "HELLO" $mcp --url "http://127.0.0.1:$port/mcp" call shout text=hello
 expect "mcp sees the TypeScript HTTP server as legacy" "legacy" $mcp --url "http://127.0.0.1:$port/mcp" --json discover
+
+# mcp → the official filesystem server: no roots unless asked, so it keeps the directory it was
+# started with (a client that sends its working directory as a root unasked replaces it).
+allowed=$(mktemp -d)
+expect "the filesystem server keeps its directory" "$allowed" $mcp call list_allowed_directories -- "$node" "$fs_server" "$allowed"
+expect "and still does on a second call" "$allowed" $mcp call list_allowed_directories -- "$node" "$fs_server" "$allowed"
+rmdir "$allowed"
 
 # TypeScript client → mcp-example
 expect "the TypeScript client drives mcp-example over stdio" "OK" "$node" "$work/ts-client.mjs" stdio "$example"

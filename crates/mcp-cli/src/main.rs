@@ -43,12 +43,16 @@ struct Cli {
     /// A Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long, global = true)]
     url: Option<String>,
-    /// An mcpServers JSON file.
-    #[arg(long, global = true, requires = "server")]
+    /// An mcpServers JSON file (Claude Desktop's or Claude Code's format).
+    #[arg(long, global = true)]
     config: Option<PathBuf>,
-    /// The server's name in --config.
+    /// The server's name in --config (not needed when it holds one server).
     #[arg(long, global = true)]
     server: Option<String>,
+    /// A directory the server may work in, offered as a root (repeatable). Without it, no roots
+    /// are offered at all.
+    #[arg(long = "root", global = true, value_name = "PATH")]
+    roots: Vec<PathBuf>,
     /// An HTTP header, "Name: value" (repeatable).
     #[arg(long = "header", global = true)]
     headers: Vec<String>,
@@ -83,6 +87,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Lists the servers of --config, with their transport.
+    Servers,
     /// What the server is and speaks.
     Discover,
     /// Checks the server answers.
@@ -160,7 +166,7 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
     let target = match (&cli.url, &cli.config, cli.server_command.split_first()) {
         (Some(url), None, None) => Target::Http(url.clone(), headers),
         (None, Some(path), None) => {
-            match target::from_config(path, cli.server.as_deref().unwrap_or_default()).map_err(Failure::Usage)? {
+            match target::from_config(path, cli.server.as_deref()).map_err(Failure::Usage)? {
                 Target::Http(url, mut h) => {
                     h.extend(headers);
                     Target::Http(url, h)
@@ -187,43 +193,75 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
     })
 }
 
-/// Elicitation without a person: accept with the schema's defaults, decline if a required field
-/// has none.
-fn default_handlers() -> Handlers {
-    let elicitation: mcp::client::Handler<_, _> = Arc::new(|params: mcp::types::elicitation::ElicitParams| {
-        Box::pin(async move { Ok(elicit::accept_with_defaults(&params)) }) as mcp::server::BoxFuture<_>
-    });
-    let roots: mcp::client::Handler<(), _> = Arc::new(|()| {
+/// What the client answers servers: elicitation asked of the person at a terminal (else a form
+/// is accepted with its defaults, or declined), and roots only when `--root` names some.
+fn handlers(cli: &Cli) -> Result<Handlers, Failure> {
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let elicitation: mcp::client::Handler<_, _> = Arc::new(move |params: mcp::types::elicitation::ElicitParams| {
         Box::pin(async move {
-            let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| "/".into());
-            Ok(mcp::types::roots::ListRootsResult {
-                roots: vec![mcp::types::roots::Root {
-                    uri: format!("file://{cwd}"),
-                    name: Some("current directory".into()),
-                    meta: None,
-                }],
-                ..Default::default()
+            if !interactive {
+                return Ok(elicit::accept_with_defaults(&params));
+            }
+            tokio::task::spawn_blocking(move || {
+                elicit::ask(&params, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
             })
+            .await
+            .map_err(|e| e.to_string())
         }) as mcp::server::BoxFuture<_>
     });
-    Handlers { elicitation: Some(elicitation), sampling: None, roots: Some(roots) }
+    let roots = roots(&cli.roots)?;
+    let roots: Option<mcp::client::Handler<(), _>> = (!roots.is_empty()).then(|| {
+        Arc::new(move |()| {
+            let roots = roots.clone();
+            Box::pin(async move { Ok(mcp::types::roots::ListRootsResult { roots, ..Default::default() }) })
+                as mcp::server::BoxFuture<_>
+        }) as mcp::client::Handler<(), _>
+    });
+    Ok(Handlers { elicitation: Some(elicitation), sampling: None, roots })
 }
 
-fn options(cli: &Cli) -> ClientOptions {
+/// `--root` directories as `file://` roots (each must exist).
+fn roots(paths: &[PathBuf]) -> Result<Vec<mcp::types::roots::Root>, Failure> {
+    paths
+        .iter()
+        .map(|path| {
+            let full = std::fs::canonicalize(path)
+                .map_err(|e| Failure::Usage(format!("--root {}: {e}", path.display())))?;
+            let name = full.file_name().map(|n| n.to_string_lossy().into_owned());
+            Ok(mcp::types::roots::Root { uri: file_uri(&full), name, meta: None })
+        })
+        .collect()
+}
+
+/// A `file://` URI for an absolute path, its bytes percent-encoded where URIs need it.
+fn file_uri(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
+fn options(cli: &Cli) -> Result<ClientOptions, Failure> {
     let tracer: Option<mcp::client::Tracer> = cli.trace.then(|| {
         Arc::new(|direction: Direction, message: &Value| {
             let arrow = if direction == Direction::Out { "→" } else { "←" };
             eprintln!("{arrow} {message}");
         }) as mcp::client::Tracer
     });
-    ClientOptions {
+    Ok(ClientOptions {
         client_info: mcp::types::lifecycle::Implementation::new("mcp-cli", env!("CARGO_PKG_VERSION")),
-        handlers: default_handlers(),
+        handlers: handlers(cli)?,
         timeout: Duration::from_secs(cli.timeout.max(1)),
         tracer,
         legacy_only: cli.legacy,
         ..ClientOptions::default()
-    }
+    })
 }
 
 fn protocol(e: mcp::Error) -> Failure {
@@ -235,8 +273,14 @@ fn protocol(e: mcp::Error) -> Failure {
 }
 
 async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> {
+    if let Command::Servers = cli.command {
+        drop(early);
+        let result = list_servers(cli);
+        report(cli, &result);
+        return result;
+    }
     let target = target(cli)?;
-    let mut options = options(cli);
+    let mut options = options(cli)?;
     // The era of a stdio server is remembered between runs (`mcp discover` always probes).
     let remembered = match &target {
         Target::Stdio(command) if !cli.legacy => Some((eras::Eras::load(), eras::key(command))),
@@ -260,9 +304,19 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     result
 }
 
+/// `mcp --config FILE servers`.
+fn list_servers(cli: &Cli) -> Result<Value, Failure> {
+    let Some(path) = &cli.config else {
+        return Err(Failure::Usage("servers lists the entries of an mcpServers file: pass --config FILE".into()));
+    };
+    let servers = target::list(path).map_err(Failure::Usage)?;
+    Ok(json!({"servers": servers}))
+}
+
 async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
     let json = |v: Result<Value, mcp::Error>| v.map_err(protocol);
     match &cli.command {
+        Command::Servers => unreachable!("answered before connecting"),
         Command::Discover => {
             let d = client.description();
             Ok(json!({
@@ -396,6 +450,7 @@ fn main() -> ExitCode {
 impl Cli {
     fn command_name(&self) -> String {
         match &self.command {
+            Command::Servers => "servers",
             Command::Discover => "discover",
             Command::Ping => "ping",
             Command::Tools => "tools",

@@ -36,6 +36,14 @@ pub fn coerce(text: &str, kind: &Value) -> Value {
 pub fn human(command: &str, value: &Value) -> String {
     let mut out = String::new();
     match command {
+        "servers" => {
+            for server in value["servers"].as_array().into_iter().flatten() {
+                let name = server["name"].as_str().unwrap_or("?");
+                let transport = server["transport"].as_str().unwrap_or("?");
+                let at = server["url"].as_str().or(server["command"].as_str()).unwrap_or("");
+                out.push_str(&format!("{name}\t{transport}\t{at}\n"));
+            }
+        }
         "tools" => {
             for t in value["tools"].as_array().into_iter().flatten() {
                 out.push_str(&format!("{}\n", t["name"].as_str().unwrap_or("?")));

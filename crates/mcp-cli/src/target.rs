@@ -39,18 +39,48 @@ impl Target {
     }
 }
 
-/// The entry `name` of an `mcpServers` file.
-pub fn from_config(path: &Path, name: &str) -> Result<Target, String> {
+/// The `mcpServers` object of a file.
+fn servers(path: &Path) -> Result<serde_json::Map<String, Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let config: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-    let servers = config
-        .get("mcpServers")
-        .and_then(Value::as_object)
-        .ok_or(format!("{}: no \"mcpServers\" object", path.display()))?;
-    let entry = servers.get(name).ok_or_else(|| {
-        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
-        format!("no server {name:?} in {}; it has: {}", path.display(), names.join(", "))
-    })?;
+    match config.get("mcpServers") {
+        Some(Value::Object(servers)) => Ok(servers.clone()),
+        _ => Err(format!("{}: no \"mcpServers\" object", path.display())),
+    }
+}
+
+/// The entries of an `mcpServers` file: name, transport, and what it runs or reaches.
+pub fn list(path: &Path) -> Result<Vec<Value>, String> {
+    Ok(servers(path)?
+        .iter()
+        .map(|(name, entry)| match entry.get("url").and_then(Value::as_str) {
+            Some(url) => {
+                let transport = entry.get("type").and_then(Value::as_str).unwrap_or("http");
+                serde_json::json!({"name": name, "transport": transport, "url": url})
+            }
+            None => {
+                let mut line = vec![entry.get("command").and_then(Value::as_str).unwrap_or("?").to_owned()];
+                let args = entry.get("args").and_then(Value::as_array);
+                line.extend(args.into_iter().flatten().filter_map(Value::as_str).map(str::to_owned));
+                serde_json::json!({"name": name, "transport": "stdio", "command": line.join(" ")})
+            }
+        })
+        .collect())
+}
+
+/// The entry `name` of an `mcpServers` file; without a name, its only entry.
+pub fn from_config(path: &Path, name: Option<&str>) -> Result<Target, String> {
+    let servers = servers(path)?;
+    let names = || servers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+    let (name, entry) = match name {
+        Some(name) => match servers.get(name) {
+            Some(entry) => (name, entry),
+            None => return Err(format!("no server {name:?} in {}; it has: {}", path.display(), names())),
+        },
+        None if servers.len() == 1 => servers.iter().next().map(|(n, e)| (n.as_str(), e)).expect("one entry"),
+        None if servers.is_empty() => return Err(format!("{} lists no servers", path.display())),
+        None => return Err(format!("{} lists several servers: pass --server NAME ({})", path.display(), names())),
+    };
     if let Some(url) = entry.get("url").and_then(Value::as_str) {
         let headers = entry
             .get("headers")

@@ -7,7 +7,7 @@ use mcp::testing::HttpServer;
 use serde_json::Value;
 
 mod common;
-use common::{example, mcp, running, unique_sleep};
+use common::{conformance_server, example, mcp, running, unique_sleep};
 
 /// `mcp` with `args`, remembering server eras in a directory of this test run's (not the
 /// user's cache).
@@ -275,4 +275,120 @@ fn a_wrong_memory_costs_a_fallback_not_a_wrong_answer() {
     let out = run_with_cache(cache.path(), &[&["call", "antique"][..], &server].concat());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
+}
+
+#[test]
+fn roots_are_offered_only_when_asked_for_with_root() {
+    let server = conformance_server();
+    let server = server.to_str().unwrap();
+    let tool = "test_input_required_result_list_roots";
+    let out = run(&["call", tool, "--", server]);
+    assert_eq!(out.status.code(), Some(4), "no roots capability, so the server's request fails: {out:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let out = run(&["call", tool, "--root", root.to_str().unwrap(), "--", server]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("Client roots: file://{}", root.display()));
+    let out = run(&["call", tool, "--root", "/nonexistent/dir", "--", server]);
+    assert_eq!(out.status.code(), Some(2), "a root that does not exist is a usage error");
+}
+
+#[test]
+fn a_config_with_one_server_needs_no_name_and_servers_lists_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.json");
+    let entry = serde_json::json!({"command": example(), "args": []});
+    std::fs::write(&one, serde_json::json!({"mcpServers": {"example": entry}}).to_string()).unwrap();
+    let out = run(&["--config", one.to_str().unwrap(), "call", "echo", "text=solo"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "solo\n", "{}", String::from_utf8_lossy(&out.stderr));
+    let two = dir.path().join("two.json");
+    let servers = serde_json::json!({"mcpServers": {"example": entry, "remote": {"type": "http", "url": "https://mcp.example/mcp"}}});
+    std::fs::write(&two, servers.to_string()).unwrap();
+    let out = run(&["--config", two.to_str().unwrap(), "tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--server"), "says to name one");
+    let out = run(&["--config", two.to_str().unwrap(), "--json", "servers"]);
+    let listed = json(&out)["servers"].clone();
+    assert_eq!(listed[0]["name"], "example");
+    assert_eq!(listed[0]["transport"], "stdio");
+    assert_eq!(listed[1], serde_json::json!({"name": "remote", "transport": "http", "url": "https://mcp.example/mcp"}));
+    let out = run(&["--config", two.to_str().unwrap(), "servers"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("remote\thttp\thttps://mcp.example/mcp"));
+}
+
+/// A tmux server of this test's own, ended when dropped.
+struct Tmux(String);
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux(format!("mcp-test-{}-{}", std::process::id(), unique_sleep()))
+    }
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-L").arg(&self.0).args(args).output().expect("tmux is installed");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "t"])
+    }
+    /// Waits until the screen shows `text` (or fails after 20 s, showing the screen).
+    fn wait_for(&self, text: &str) {
+        for _ in 0..400 {
+            if self.screen().contains(text) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the terminal never showed {text:?}:\n{}", self.screen());
+    }
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "t", "-l", line]);
+        self.run(&["send-keys", "-t", "t", "Enter"]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn an_elicitation_form_is_answered_at_a_terminal() {
+    let server = conformance_server();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let command = format!(
+        "{} call test_elicitation message=Who? -- {} > {}; echo EXIT=$? >> {}",
+        mcp().display(),
+        server.display(),
+        out.display(),
+        out.display()
+    );
+    let tmux = Tmux::new();
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "160", "-y", "50", &command]);
+    tmux.wait_for("The server asks: Who?");
+    tmux.wait_for("email (text, required)");
+    tmux.type_line("ada@example.com");
+    tmux.wait_for("username (text, required)");
+    tmux.type_line(""); // required: asked again
+    tmux.wait_for("this field is required");
+    tmux.type_line("ada");
+    tmux.wait_for("Send {");
+    tmux.type_line("y");
+    for _ in 0..400 {
+        if std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert!(printed.contains(r#"User response: <action: accept, content: {"email":"ada@example.com","username":"ada"}>"#), "{printed}");
+    assert!(printed.contains("EXIT=0"), "{printed}");
+}
+
+#[test]
+fn without_a_terminal_a_form_is_declined_or_filled_with_defaults() {
+    let server = conformance_server();
+    let out = run(&["call", "test_elicitation", "message=Who?", "--", server.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("action: decline"), "{out:?}");
 }

@@ -63,23 +63,38 @@ fn starts_candidate(b: &[u8], i: usize) -> bool {
 
 /// Extends a candidate from `start`, group by group; returns its end and compact form.
 ///
-/// A group after a separator joins the IBAN unless it starts another IBAN (a known country code
-/// and two digits); below the country's
-/// length a group of letters only must also fit the BBAN layout there ("DE89 ... please" stops),
-/// and at or past the length only a group with a digit joins (so "AT93 ... 3201 99" is read as
-/// one IBAN that is too long, but "FR76 ... 189 and" stops at "and").
+/// Below the country's length a group of letters only must fit the BBAN layout there
+/// ("DE89 ... please" stops), and at or past the length only a group with a digit joins (so
+/// "AT93 ... 3201 99" is read as one IBAN that is too long, but "FR76 ... 189 and" stops at
+/// "and"). A group that looks like the start of another IBAN (a known country code and two
+/// digits, in any case) joins only when that reading makes a valid IBAN; otherwise the text is
+/// split there.
 fn grow(data: &Data, b: &[u8], start: usize) -> (usize, String) {
     let country = std::str::from_utf8(&b[start..start + 2]).unwrap_or("").to_ascii_uppercase();
     let format = data.formats().get(&country);
+    let mut compact = String::with_capacity(format.map_or(34, |f| f.iban_length));
+    let end = take_group(b, start, &mut compact);
+    grow_from(data, b, format, end, compact)
+}
+
+/// Goes on growing a candidate that so far ends at `end` and reads `compact`.
+fn grow_from(data: &Data, b: &[u8], format: Option<&Format>, mut end: usize, mut compact: String) -> (usize, String) {
     let target = format.map_or(34, |f| f.iban_length);
-    let mut compact = String::with_capacity(target);
-    let mut end = take_group(b, start, &mut compact);
     while compact.len() < MAX_CANDIDATE {
         let Some(next) = (end..b.len().min(end + 3)).find(|&j| !is_separator(b[j])) else {
             break;
         };
-        if next == end || !b[next].is_ascii_alphanumeric() || starts_known_iban(data, b, next) {
+        if next == end || !b[next].is_ascii_alphanumeric() {
             break;
+        }
+        if starts_known_iban(data, b, next) {
+            let mut joined = compact.clone();
+            let joined_end = take_group(b, next, &mut joined);
+            let (whole_end, whole) = grow_from(data, b, format, joined_end, joined);
+            if crate::iban::check(data, whole.as_bytes()).is_valid() {
+                return (whole_end, whole);
+            }
+            break; // not part of this IBAN: another one starts there
         }
         let group_end = (next..b.len()).find(|&j| !b[j].is_ascii_alphanumeric()).unwrap_or(b.len());
         let has_digit = b[next..group_end].iter().any(u8::is_ascii_digit);

@@ -25,6 +25,21 @@ pub fn example() -> PathBuf {
     mcp().with_file_name("mcp-example")
 }
 
+/// The `mcp-server-conformance` binary, built like [`example`].
+pub fn conformance_server() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut args = vec!["build", "-q", "-p", "mcp-server-conformance"];
+        if mcp().parent().is_some_and(|d| d.ends_with("release")) {
+            args.push("--release");
+        }
+        let status = Command::new(cargo).args(&args).status().unwrap();
+        assert!(status.success(), "building mcp-server-conformance");
+    });
+    mcp().with_file_name("mcp-server-conformance")
+}
+
 /// Whether a process whose command line contains `marker` is alive (zombies count as gone).
 pub fn running(marker: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return false };
