@@ -10,6 +10,17 @@ log() { printf '\n== %s\n' "$*" >&2; }
 
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
 
+# Debian packages the tests drive for real (a terminal multiplexer for the consent and form tests).
+need_packages() {
+    local missing=()
+    for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]} (Debian packages)"
+    local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+}
+need_packages tmux
+
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 

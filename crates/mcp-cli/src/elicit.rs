@@ -110,7 +110,13 @@ fn choices(field: &PrimitiveSchema) -> Option<Vec<(String, String)>> {
     }
     let values = field.enum_values.as_ref().or(field.items.as_ref().and_then(|i| i.enum_values.as_ref()))?;
     let names = field.enum_names.clone().unwrap_or_default();
-    Some(values.iter().enumerate().map(|(i, v)| (v.clone(), names.get(i).cloned().unwrap_or_else(|| v.clone()))).collect())
+    Some(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), names.get(i).cloned().unwrap_or_else(|| v.clone())))
+            .collect(),
+    )
 }
 
 /// Asks one field until the answer fits it.
@@ -199,7 +205,11 @@ fn parse(field: &PrimitiveSchema, options: Option<&[(String, String)]>, line: &s
         let picked = line.split(',').map(pick).collect::<Result<Vec<_>, _>>()?;
         let n = picked.len() as u64;
         if field.min_items.is_some_and(|m| n < m) || field.max_items.is_some_and(|m| n > m) {
-            return Err(format!("choose between {} and {}", field.min_items.unwrap_or(0), field.max_items.unwrap_or(n)));
+            return Err(format!(
+                "choose between {} and {}",
+                field.min_items.unwrap_or(0),
+                field.max_items.unwrap_or(n)
+            ));
         }
         return Ok(Value::Array(picked));
     }
@@ -281,9 +291,10 @@ mod tests {
 
     #[test]
     fn a_url_is_shown_and_accepted_when_done() {
-        let url: ElicitParams =
-            serde_json::from_value(json!({"mode": "url", "message": "Sign in", "url": "https://example.com/x", "elicitationId": "1"}))
-                .unwrap();
+        let url: ElicitParams = serde_json::from_value(
+            json!({"mode": "url", "message": "Sign in", "url": "https://example.com/x", "elicitationId": "1"}),
+        )
+        .unwrap();
         let (r, shown) = answer(&url, "\n");
         assert_eq!(r.action, ElicitAction::Accept);
         assert!(shown.contains("https://example.com/x"));

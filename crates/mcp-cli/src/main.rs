@@ -165,15 +165,13 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
     let envs = cli.envs.iter().map(|e| split_pair(e)).collect::<Result<Vec<_>, _>>()?;
     let target = match (&cli.url, &cli.config, cli.server_command.split_first()) {
         (Some(url), None, None) => Target::Http(url.clone(), headers),
-        (None, Some(path), None) => {
-            match target::from_config(path, cli.server.as_deref()).map_err(Failure::Usage)? {
-                Target::Http(url, mut h) => {
-                    h.extend(headers);
-                    Target::Http(url, h)
-                }
-                stdio => stdio,
+        (None, Some(path), None) => match target::from_config(path, cli.server.as_deref()).map_err(Failure::Usage)? {
+            Target::Http(url, mut h) => {
+                h.extend(headers);
+                Target::Http(url, h)
             }
-        }
+            stdio => stdio,
+        },
         (None, None, Some((program, args))) => {
             Target::Stdio(StdioCommand::new(program.clone()).args(args.iter().cloned()))
         }
@@ -225,8 +223,8 @@ fn roots(paths: &[PathBuf]) -> Result<Vec<mcp::types::roots::Root>, Failure> {
     paths
         .iter()
         .map(|path| {
-            let full = std::fs::canonicalize(path)
-                .map_err(|e| Failure::Usage(format!("--root {}: {e}", path.display())))?;
+            let full =
+                std::fs::canonicalize(path).map_err(|e| Failure::Usage(format!("--root {}: {e}", path.display())))?;
             let name = full.file_name().map(|n| n.to_string_lossy().into_owned());
             Ok(mcp::types::roots::Root { uri: file_uri(&full), name, meta: None })
         })

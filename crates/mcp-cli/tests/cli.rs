@@ -382,7 +382,10 @@ fn an_elicitation_form_is_answered_at_a_terminal() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let printed = std::fs::read_to_string(&out).unwrap();
-    assert!(printed.contains(r#"User response: <action: accept, content: {"email":"ada@example.com","username":"ada"}>"#), "{printed}");
+    assert!(
+        printed.contains(r#"User response: <action: accept, content: {"email":"ada@example.com","username":"ada"}>"#),
+        "{printed}"
+    );
     assert!(printed.contains("EXIT=0"), "{printed}");
 }
 

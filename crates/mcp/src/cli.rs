@@ -105,12 +105,32 @@ pub fn parse<C: Parser + Default>() -> C {
     C::parse()
 }
 
-/// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`.
+/// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`. Log messages go to
+/// stderr (see [`init_logging`]).
 pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
+    init_logging();
     match &args.http {
         None => transport::stdio::serve(router).await,
         Some(addr) => transport::http::serve_with_config(router, addr, args.http_config()).await,
     }
+}
+
+/// Sends the library's log messages to stderr (never stdout, which a stdio server's protocol
+/// owns): warnings and errors by default, more with `RUST_LOG` (e.g. `RUST_LOG=mcp=debug`). Does
+/// nothing if the program installed a `tracing` subscriber of its own.
+pub fn init_logging() {
+    if tracing::dispatcher::has_been_set() {
+        return;
+    }
+    use std::io::IsTerminal as _;
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = match std::env::var("RUST_LOG") {
+        Ok(filter) => builder.with_env_filter(tracing_subscriber::EnvFilter::new(filter)).try_init(),
+        Err(_) => builder.with_max_level(tracing::Level::WARN).try_init(),
+    };
 }
 
 /// The command line of a server without options of its own: `--help` names the server by its

@@ -33,6 +33,7 @@ pub use server::{RequestContext, Router};
 pub async fn serve(router: Router) -> std::io::Result<()> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.is_empty() {
+        cli::init_logging();
         return transport::stdio::serve(router).await;
     }
     match cli::parse_plain(&router, args) {

@@ -350,9 +350,10 @@ impl Connection {
                 return tracing::warn!("dropped an error response without an id from the client: {error}");
             }
             MessageKind::InvalidResponse { id, reason } => {
-                tracing::warn!("dropped a malformed response from the client ({reason})");
-                let Some(id) = id else { return };
-                (id, Err(ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"))))
+                let error = ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"));
+                let resolved = id.is_some_and(|id| self.session.as_ref().is_some_and(|s| s.resolve(&id, Err(error))));
+                let what = if resolved { "failed the request it answers" } else { "dropped it" };
+                return tracing::warn!("the client sent a malformed response ({reason}): {what}");
             }
             MessageKind::Request { .. } | MessageKind::Notification { .. } => return,
         };

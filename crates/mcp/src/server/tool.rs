@@ -336,6 +336,12 @@ where
     ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler }
 }
 
+fn check_name(name: &str) {
+    let valid = (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    assert!(valid, "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and .");
+}
+
 #[cfg(test)]
 mod tests {
     use mcp_types::content::{Annotations, TextContent};
@@ -366,10 +372,4 @@ mod tests {
             assert_eq!(result_value(result.clone()).unwrap(), serde_json::to_value(&result).unwrap());
         }
     }
-}
-
-fn check_name(name: &str) {
-    let valid = (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    assert!(valid, "tool name {name:?} must be 1 to 128 characters of A-Z, a-z, 0-9, _, - and .");
 }
