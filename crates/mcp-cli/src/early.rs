@@ -29,7 +29,9 @@ fn command(args: &[OsString]) -> Option<StdioCommand> {
     let command = args[split + 1..].iter().map(|a| a.to_str()).collect::<Option<Vec<&str>>>()?;
     let (program, rest) = command.split_first()?;
     let stderr = if options.iter().any(|a| a == "--quiet") { Stderr::Discard } else { Stderr::Inherit };
-    Some(StdioCommand::new(*program).args(rest.iter().copied()).stderr(stderr))
+    let mut command = StdioCommand::new(*program).args(rest.iter().copied()).stderr(stderr);
+    command.own_process_group = true;
+    Some(command)
 }
 
 fn is_decisive(arg: &str) -> bool {
@@ -60,7 +62,8 @@ mod tests {
             assert!(command(&args(line)).is_none(), "{line}");
         }
         let early = start(&args("mcp --json --quiet call echo text=-- -- true a b")).expect("started");
-        let expected = StdioCommand::new("true").args(["a", "b"]).stderr(Stderr::Discard);
+        let mut expected = StdioCommand::new("true").args(["a", "b"]).stderr(Stderr::Discard);
+        expected.own_process_group = true;
         assert_eq!(early.command(), &expected);
     }
 

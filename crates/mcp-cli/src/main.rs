@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use mcp::client::{Client, ClientOptions, Direction, Handlers, ServerProcess, Stderr, StdioCommand};
+use mcp::client::{Client, ClientOptions, Direction, Handlers, ServerProcess, Stderr, StdioCommand, ToolCall};
 use mcp::types::completion::{CompletionArgument, CompletionRef};
 use serde_json::{json, Map, Value};
 
@@ -33,7 +33,8 @@ const EXIT_HELP: &str = "Exit codes:
   2  bad command line
   3  cannot connect (the process did not start, the URL did not answer, no MCP handshake)
   4  protocol error (the server answered with a JSON-RPC error, or broke the protocol)
-  5  the tool ran and reported an error (a result with isError: true)";
+  5  the tool ran and reported an error (a result with isError: true)
+  130  interrupted by Ctrl-C (a task being waited for is cancelled first)";
 
 /// Calls any MCP server: a command after `--` (stdio), `--url` (Streamable HTTP), or
 /// `--config FILE --server NAME` (an `mcpServers` entry as Claude Desktop and Claude Code use).
@@ -96,6 +97,7 @@ enum Command {
     /// Lists the tools.
     Tools,
     /// Calls a tool: `mcp call NAME key=value ...` (values follow the tool's schema) or --args.
+    /// A call that becomes a task is followed to its end, its status shown as it changes.
     Call {
         /// The tool.
         name: String,
@@ -104,6 +106,15 @@ enum Command {
         /// Arguments as one JSON object.
         #[arg(long)]
         args: Option<String>,
+        /// If the call becomes a task, print its id and exit instead of waiting (follow it with
+        /// `mcp task`).
+        #[arg(long)]
+        detach: bool,
+    },
+    /// Follows a task: `get`, `result`, `cancel`, `list`.
+    Task {
+        #[command(subcommand)]
+        action: TaskAction,
     },
     /// Lists the resources.
     Resources,
@@ -138,8 +149,31 @@ enum Command {
     },
 }
 
+/// What `mcp task` does.
+#[derive(Subcommand)]
+enum TaskAction {
+    /// The task's status now.
+    Get {
+        /// The task id.
+        id: String,
+    },
+    /// Waits for the task to end and prints its result.
+    Result {
+        /// The task id.
+        id: String,
+    },
+    /// Asks the server to cancel the task.
+    Cancel {
+        /// The task id.
+        id: String,
+    },
+    /// Lists this client's tasks (2025-11-25 servers).
+    List,
+}
+
 /// How a run ended.
 enum Failure {
+    Interrupted(String),
     Connect(String),
     Protocol(String),
     ToolError(Value),
@@ -185,6 +219,7 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
         Target::Stdio(mut cmd) => {
             cmd.env.extend(envs);
             cmd.stderr = if cli.quiet { Stderr::Discard } else { Stderr::Inherit };
+            cmd.own_process_group = true;
             Target::Stdio(cmd)
         }
         http => http,
@@ -263,11 +298,8 @@ fn options(cli: &Cli) -> Result<ClientOptions, Failure> {
 }
 
 fn protocol(e: mcp::Error) -> Failure {
-    if e.is_rpc() {
-        Failure::Protocol(e.to_string())
-    } else {
-        Failure::Protocol(format!("{e}"))
-    }
+    let text = e.to_string();
+    Failure::Protocol(text.strip_prefix("protocol error: ").map(str::to_owned).unwrap_or(text))
 }
 
 async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> {
@@ -328,7 +360,8 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         }
         Command::Ping => client.ping().await.map(|()| json!({"ok": true})).map_err(protocol),
         Command::Tools => Ok(json!({"tools": client.list_tools().await.map_err(protocol)?})),
-        Command::Call { name, pairs, args } => call(cli, client, name, pairs, args.as_deref()).await,
+        Command::Call { name, pairs, args, detach } => call(cli, client, name, pairs, args.as_deref(), *detach).await,
+        Command::Task { action } => task(client, action).await,
         Command::Resources => Ok(json!({"resources": client.list_resources().await.map_err(protocol)?})),
         Command::Templates => {
             Ok(json!({"resourceTemplates": client.list_resource_templates().await.map_err(protocol)?}))
@@ -351,7 +384,14 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
     }
 }
 
-async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Option<&str>) -> Result<Value, Failure> {
+async fn call(
+    cli: &Cli,
+    client: &Client,
+    name: &str,
+    pairs: &[String],
+    args: Option<&str>,
+    detach: bool,
+) -> Result<Value, Failure> {
     let mut arguments: Map<String, Value> = match args {
         Some(text) => match serde_json::from_str(text) {
             Ok(Value::Object(m)) => m,
@@ -378,8 +418,8 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
         }
     }
     let show_progress = !cli.json && std::io::stderr().is_terminal();
-    let result = client
-        .call_tool_with_progress(name, Value::Object(arguments), move |p| {
+    let started = client
+        .start_tool_with_progress(name, Value::Object(arguments), move |p| {
             if show_progress {
                 let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
                 eprint!("\r\x1b[2K{}{total} {}", p.progress, p.message.unwrap_or_default());
@@ -387,6 +427,11 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
         })
         .await
         .map_err(protocol)?;
+    let result = match started {
+        ToolCall::Done(result) => result,
+        ToolCall::Task(task) if detach => return Ok(task_json(&task)),
+        ToolCall::Task(task) => follow_task(client, &task.id, show_progress).await?,
+    };
     if show_progress {
         eprint!("\r\x1b[2K");
     }
@@ -398,6 +443,67 @@ async fn call(cli: &Cli, client: &Client, name: &str, pairs: &[String], args: Op
     }
 }
 
+/// Waits for a task to end, showing its status as it changes; Ctrl-C cancels it.
+async fn follow_task(client: &Client, id: &str, show: bool) -> Result<mcp::types::tools::CallToolResult, Failure> {
+    let wait = client.wait_task(id, |task| {
+        if show {
+            let status = json!(task.status);
+            let message = task.message.as_deref().unwrap_or_default();
+            eprint!("\r\x1b[2Ktask {}: {message}", status.as_str().unwrap_or_default());
+        }
+    });
+    tokio::select! {
+        result = wait => result.map_err(protocol),
+        _ = tokio::signal::ctrl_c() => {
+            if show {
+                eprint!("\r\x1b[2K");
+            }
+            let cancelled = client.cancel_task(id).await;
+            let what = match cancelled {
+                Ok(()) => format!("interrupted: asked the server to cancel task {id}"),
+                Err(e) => format!("interrupted; cancelling task {id} failed: {e}"),
+            };
+            Err(Failure::Interrupted(what))
+        }
+    }
+}
+
+fn task_json(task: &mcp::client::TaskInfo) -> Value {
+    json!({
+        "taskId": task.id,
+        "status": task.status,
+        "statusMessage": task.message,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "pollIntervalMs": task.poll_interval.map(|d| d.as_millis() as u64),
+        "inputRequests": task.input_requests,
+        "result": task.result,
+        "error": task.error,
+    })
+}
+
+/// `mcp task ...`.
+async fn task(client: &Client, action: &TaskAction) -> Result<Value, Failure> {
+    match action {
+        TaskAction::Get { id } => client.get_task(id).await.map(|t| task_json(&t)).map_err(protocol),
+        TaskAction::Cancel { id } => client.cancel_task(id).await.map(|()| json!({"cancelled": id})).map_err(protocol),
+        TaskAction::List => {
+            let tasks = client.list_tasks().await.map_err(protocol)?;
+            Ok(json!({"tasks": tasks.iter().map(task_json).collect::<Vec<_>>()}))
+        }
+        TaskAction::Result { id } => {
+            let result =
+                follow_task(client, id, !std::io::stdout().is_terminal() && std::io::stderr().is_terminal()).await?;
+            let value = json!(result);
+            if result.is_error() {
+                Err(Failure::ToolError(value))
+            } else {
+                Ok(value)
+            }
+        }
+    }
+}
+
 /// The exit code and the document of an outcome.
 fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
     match result {
@@ -406,6 +512,7 @@ fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
         Err(Failure::Connect(m)) => (3, json!({"error": "cannot connect", "message": m})),
         Err(Failure::Protocol(m)) => (4, json!({"error": "protocol error", "message": m})),
         Err(Failure::ToolError(v)) => (5, v.clone()),
+        Err(Failure::Interrupted(m)) => (130, json!({"error": "interrupted", "message": m})),
     }
 }
 
@@ -420,7 +527,7 @@ fn report(cli: &Cli, result: &Result<Value, Failure>) {
     let mut stdout = std::io::stdout();
     if cli.json {
         let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&value).unwrap_or_default());
-    } else if code == 3 || code == 4 {
+    } else if code == 3 || code == 4 || code == 130 {
         eprintln!("mcp: {}: {}", value["error"].as_str().unwrap_or(""), value["message"].as_str().unwrap_or(""));
     } else {
         let _ = write!(stdout, "{}", output::human(&cli.command_name(), &value));
@@ -453,6 +560,8 @@ impl Cli {
             Command::Ping => "ping",
             Command::Tools => "tools",
             Command::Call { .. } => "call",
+            Command::Task { action: TaskAction::Result { .. } } => "call",
+            Command::Task { .. } => "task",
             Command::Resources => "resources",
             Command::Templates => "templates",
             Command::Read { .. } => "read",

@@ -36,6 +36,18 @@ pub fn coerce(text: &str, kind: &Value) -> Value {
 pub fn human(command: &str, value: &Value) -> String {
     let mut out = String::new();
     match command {
+        "task" => {
+            let tasks = value["tasks"].as_array().cloned().unwrap_or_else(|| vec![value.clone()]);
+            for t in tasks {
+                if let Some(id) = t["cancelled"].as_str() {
+                    out.push_str(&format!("asked the server to cancel task {id}\n"));
+                    continue;
+                }
+                let status = t["status"].as_str().unwrap_or("?");
+                let message = t["statusMessage"].as_str().unwrap_or("");
+                out.push_str(&format!("{}\t{status}\t{message}\n", t["taskId"].as_str().unwrap_or("?")));
+            }
+        }
         "servers" => {
             for server in value["servers"].as_array().into_iter().flatten() {
                 let name = server["name"].as_str().unwrap_or("?");
@@ -60,6 +72,13 @@ pub fn human(command: &str, value: &Value) -> String {
                     }
                 }
             }
+        }
+        "call" if value.get("taskId").is_some() && value.get("content").is_none() => {
+            let status = value["status"].as_str().unwrap_or("?");
+            out.push_str(&format!(
+                "task {} {status}: follow it with `mcp task get|result|cancel ID`\n",
+                value["taskId"].as_str().unwrap_or("?")
+            ));
         }
         "call" => {
             for block in value["content"].as_array().into_iter().flatten() {

@@ -63,6 +63,20 @@ pub struct ServeArgs {
     /// The most live legacy sessions; when full, the least recently active idle one makes room
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
+    /// Tasks (and jobs) one account may run at once; past it a call is told when to retry
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
+    pub max_jobs_per_account: u64,
+    /// Where task records are kept: `memory` (the default) or `sqlite:PATH` (results survive a
+    /// restart; tasks cut short by one read as failed)
+    #[arg(long, value_name = "STORE", help_heading = "Tasks")]
+    pub task_store: Option<String>,
+    /// How long a task is kept after it starts, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 3600, help_heading = "Tasks")]
+    pub task_ttl: u64,
+    /// On HTTP, the request header that names the account tasks count against (without it, and
+    /// without authentication, each legacy session is an account, and 2026-07-28 requests share one)
+    #[arg(long, value_name = "NAME", help_heading = "Tasks")]
+    pub account_header: Option<String>,
 }
 
 impl Default for ServeArgs {
@@ -76,6 +90,10 @@ impl Default for ServeArgs {
             json_response: false,
             session_idle: 600,
             max_sessions: 10_000,
+            max_jobs_per_account: 5,
+            task_store: None,
+            task_ttl: 3600,
+            account_header: None,
         }
     }
 }
@@ -90,6 +108,7 @@ impl ServeArgs {
             json_only: self.json_response,
             session_idle: Duration::from_secs(self.session_idle),
             max_sessions: self.max_sessions as usize,
+            account_header: self.account_header.clone(),
             ..HttpConfig::default()
         }
     }
@@ -109,9 +128,43 @@ pub fn parse<C: Parser + Default>() -> C {
 /// stderr (see [`init_logging`]).
 pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
     init_logging();
+    configure_tasks(&router, args).await?;
     match &args.http {
         None => transport::stdio::serve(router).await,
         Some(addr) => transport::http::serve_with_config(router, addr, args.http_config()).await,
+    }
+}
+
+/// Applies the task options: the cap, the lifetime, and the store (a durable one is opened,
+/// and tasks an earlier process left running are marked failed).
+async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<()> {
+    let defaults = ServeArgs::default();
+    if args.max_jobs_per_account != defaults.max_jobs_per_account || args.task_ttl != defaults.task_ttl {
+        let config = crate::tasks::TaskConfig {
+            max_per_account: args.max_jobs_per_account as usize,
+            ttl: Duration::from_secs(args.task_ttl.max(1)),
+            ..router.task_settings().clone()
+        };
+        router.set_task_settings(config);
+    }
+    let Some(store) = args.task_store.as_deref() else { return Ok(()) };
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+    match store.split_once(':') {
+        _ if store == "memory" => Ok(()),
+        #[cfg(feature = "sqlite")]
+        Some(("sqlite", path)) if !path.is_empty() => {
+            let store =
+                crate::tasks::SqliteStore::open(std::path::Path::new(path)).map_err(|e| invalid(e.to_string()))?;
+            router.set_task_store(std::sync::Arc::new(store));
+            let failed = router.recover_tasks().await.map_err(|e| invalid(e.to_string()))?;
+            if failed > 0 {
+                tracing::warn!("{failed} tasks were running when the server last stopped: marked failed");
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "sqlite"))]
+        Some(("sqlite", _)) => Err(invalid("this server was built without SQLite support (feature `sqlite`)".into())),
+        _ => Err(invalid(format!("--task-store {store:?}: use `memory` or `sqlite:PATH`"))),
     }
 }
 

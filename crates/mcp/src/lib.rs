@@ -15,6 +15,7 @@ pub mod client;
 pub mod engine;
 pub mod error;
 pub mod server;
+pub mod tasks;
 pub mod testing;
 pub mod transport;
 

@@ -3,6 +3,7 @@
 //! other server here. `--http 127.0.0.1:PORT` to run the suite against it.
 
 mod modern;
+mod tasks;
 
 use std::time::Duration;
 
@@ -365,7 +366,7 @@ fn router() -> Router {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
-    let router = modern::add(router());
+    let router = tasks::add(modern::add(router()));
     let _ = modern::ROUTER.set(router.clone());
     match mcp::serve(router).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 //! prompt. Everything here is synchronous and allocation-light: checking an IBAN, bank lookup
 //! included, takes well under a microsecond.
 
+pub mod batch;
 mod blob;
 pub mod countries;
 pub mod extract;

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use mcp::cli::ServeArgs;
 use mcp::server::{RequestContext, Router, Structured, ToolDef, ToolError};
+use mcp::tasks::TaskSupport;
+use paypedia::batch;
 use paypedia::tools::{
     self, BankResolveArgs, BankResolveOutput, BicLookupArgs, BicLookupOutput, IbanCheckArgs, IbanCheckOutput,
 };
@@ -27,6 +29,11 @@ const BANK_RESOLVE: &str = "Returns a bank's name and BIC from its national bank
 IBAN) and its country. Registry of ~25,300 codes in 46 countries, built from central-bank publications. Call this \
 when you have a bank code (e.g., 30004 in France) but do not know which institution it belongs to. The code is the \
 country's own: 5 digits in FR, 8 in DE (Bankleitzahl), the 4-letter BIC prefix in GB and IE, bank + branch in SI.";
+
+const IBAN_CHECK_BATCH: &str = "Checks a batch of up to 1,000,000 IBANs, one per line: pass them inline as input, or \
+the file:// URI of a text file of them. It answers at once and runs in the background, as a task or a job: follow \
+it as the answer says. Its result counts valid and invalid IBANs by country and by error class, and links a CSV \
+report with one row per IBAN (input, verdict, error class, bank, BIC). For a few IBANs, use iban_check instead.";
 
 const BIC_LOOKUP: &str = "Explains a BIC (SWIFT code): its institution, country, location and branch parts, and \
 which banks in the registry use it, with their national bank codes. Call this to check that a BIC given for a \
@@ -57,6 +64,38 @@ fn router() -> Router {
             bank_resolve,
         )
         .tool_def(ToolDef::new("bic_lookup").title("Look up a BIC").description(BIC_LOOKUP).read_only(), bic_lookup)
+        .tool_def(
+            ToolDef::new("iban_check_batch")
+                .title("Check a batch of IBANs")
+                .description(IBAN_CHECK_BATCH)
+                .read_only()
+                .task_support(TaskSupport::Optional),
+            batch::iban_check_batch,
+        )
+        .resource_template_def(
+            mcp::types::resources::ResourceTemplate {
+                uri_template: "paypedia://reports/{id}".into(),
+                name: "report".into(),
+                title: Some("The CSV report of a batch".into()),
+                description: Some(
+                    "One row per IBAN of an iban_check_batch run: input, verdict, error class, bank, BIC.".into(),
+                ),
+                mime_type: Some("text/csv".into()),
+                ..Default::default()
+            },
+            batch::report_resource,
+        )
+        .resource_template_def(
+            mcp::types::resources::ResourceTemplate {
+                uri_template: "paypedia://reports/{id}/part/{n}".into(),
+                name: "report-part".into(),
+                title: Some("100,000 rows of a batch report".into()),
+                description: Some("Part n (from 1) of a batch report, with the CSV header.".into()),
+                mime_type: Some("text/csv".into()),
+                ..Default::default()
+            },
+            batch::report_part,
+        )
         .resource_def(
             mcp::types::resources::Resource {
                 uri: "paypedia://countries".into(),
@@ -114,6 +153,13 @@ struct Cli {
     /// servers/paypedia/data) instead of the one built into the binary
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// Let iban_check_batch read files (file:// URIs) in DIR (repeatable); without it, it reads
+    /// none
+    #[arg(long = "input-dir", value_name = "DIR")]
+    input_dirs: Vec<PathBuf>,
+    /// Where iban_check_batch writes its CSV reports (default: $TMPDIR/paypedia-reports-$USER)
+    #[arg(long, value_name = "DIR")]
+    report_dir: Option<PathBuf>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -130,6 +176,18 @@ async fn main() -> std::process::ExitCode {
             }
         }
     }
+    let mut input_dirs = Vec::new();
+    for dir in &cli.input_dirs {
+        match std::fs::canonicalize(dir) {
+            Ok(dir) => input_dirs.push(dir),
+            Err(e) => {
+                eprintln!("paypedia: --input-dir {}: {e}", dir.display());
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let report_dir = cli.report_dir.clone().unwrap_or_else(batch::default_report_dir);
+    batch::configure(batch::BatchConfig { report_dir, input_dirs });
     match mcp::cli::serve(router(), &cli.serve).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -86,6 +86,10 @@ pub(crate) struct Core {
     /// `None` while a remembered modern era awaits the `server/discover` that confirms it; then
     /// `Ok` (the era in `state` holds) or why negotiating failed.
     settled: tokio::sync::watch::Sender<Option<Result<(), String>>>,
+    /// Per tool, its 2025-11-25 `execution.taskSupport` (from the last tools/list).
+    pub task_support: RwLock<HashMap<String, String>>,
+    /// Task status notifications (`notifications/tasks/status`, `notifications/tasks`).
+    pub task_events: tokio::sync::broadcast::Sender<Value>,
 }
 
 impl Core {
@@ -100,6 +104,8 @@ impl Core {
             next_id: AtomicI64::new(1),
             state: RwLock::new(Negotiated::default()),
             settled: tokio::sync::watch::Sender::new(Some(Ok(()))),
+            task_support: RwLock::new(HashMap::new()),
+            task_events: tokio::sync::broadcast::channel(64).0,
         })
     }
 
@@ -163,6 +169,13 @@ impl Core {
                     self.resolve(&id, Err(error));
                 }
             }
+            Ok(MessageKind::Notification { method, params })
+                if method == "notifications/tasks/status" || method == "notifications/tasks" =>
+            {
+                if let Some(Ok(params)) = params.map(|p| serde_json::from_str::<Value>(p.get())) {
+                    let _ = self.task_events.send(params);
+                }
+            }
             Ok(MessageKind::Notification { method, params }) if method == "notifications/progress" => {
                 if let Some(Ok(p)) = params.map(|p| serde_json::from_str::<ProgressParams>(p.get())) {
                     self.progress(p);
@@ -206,7 +219,7 @@ impl Core {
     }
 
     /// Answers a server's question with the handlers (legacy requests and modern input requests).
-    async fn answer(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    pub(crate) async fn answer(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         let handlers = &self.options.handlers;
         let unsupported = || ErrorObject::method_not_found(method);
         let bad = |e: serde_json::Error| ErrorObject::invalid_params(e.to_string());
@@ -235,10 +248,14 @@ impl Core {
     fn meta(&self, version: &str) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert(meta::PROTOCOL_VERSION.into(), version.into());
-        m.insert(
-            meta::CLIENT_CAPABILITIES.into(),
-            serde_json::to_value(self.options.capabilities()).unwrap_or_default(),
-        );
+        let mut capabilities = self.options.capabilities();
+        if self.options.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(mcp_types::tasks::EXTENSION_ID.into(), json!({}));
+        }
+        m.insert(meta::CLIENT_CAPABILITIES.into(), serde_json::to_value(capabilities).unwrap_or_default());
         m.insert(meta::CLIENT_INFO.into(), serde_json::to_value(&self.options.client_info).unwrap_or_default());
         m
     }

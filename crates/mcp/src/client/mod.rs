@@ -20,6 +20,7 @@ mod headers;
 mod http;
 pub mod sse;
 mod stdio;
+pub mod tasks;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ use serde_json::{json, Value};
 use self::core::Core;
 pub use self::core::Direction;
 pub use stdio::{ServerProcess, Stderr, StdioCommand};
+pub use tasks::{TaskInfo, ToolCall};
 
 use crate::error::Error;
 use crate::server::BoxFuture;
@@ -80,6 +82,9 @@ pub struct ClientOptions {
     pub legacy_only: bool,
     /// The server's era as remembered from an earlier connection, if any.
     pub known_era: Option<KnownEra>,
+    /// Declare the tasks extension on 2026-07-28 requests (default on): a tool call may then
+    /// become a task, which [`Client::call_tool`] follows to its end.
+    pub tasks: bool,
 }
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
@@ -109,6 +114,7 @@ impl Default for ClientOptions {
             tracer: None,
             legacy_only: false,
             known_era: None,
+            tasks: true,
         }
     }
 }
@@ -265,25 +271,44 @@ impl Client {
         }
         let params = tools.iter().filter_map(|t| Some((t.name.clone(), headers::header_params(t).ok()?))).collect();
         *self.core.header_params.write().unwrap() = params;
+        let support = tools
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.execution.as_ref()?.get("taskSupport")?.as_str()?.to_owned())))
+            .collect();
+        *self.core.task_support.write().unwrap() = support;
         Ok(tools)
     }
 
-    /// Calls a tool. A tool failure is `Ok` with `isError: true`.
+    /// Calls a tool. A tool failure is `Ok` with `isError: true`. A call the server turns into a
+    /// task (2026-07-28) is followed to its end.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        self.typed("tools/call", json!({"name": name, "arguments": arguments})).await
+        self.call_tool_with_progress(name, arguments, |_| {}).await
     }
 
-    /// Calls a tool, reporting progress.
+    /// Calls a tool, reporting progress (and, if it becomes a task, each new status as progress
+    /// with the status in its message).
     pub async fn call_tool_with_progress(
         &self,
         name: &str,
         arguments: Value,
         on_progress: impl Fn(ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, Error> {
+        let on_progress = Arc::new(on_progress);
+        let report = on_progress.clone();
         let value = self
-            .request_with_progress("tools/call", json!({"name": name, "arguments": arguments}), on_progress)
+            .request_with_progress("tools/call", json!({"name": name, "arguments": arguments}), move |p| report(p))
             .await?;
-        serde_json::from_value(value).map_err(|e| Error::protocol(format!("malformed tools/call result: {e}")))
+        match self.started(value)? {
+            ToolCall::Done(result) => Ok(result),
+            ToolCall::Task(task) => {
+                let mut step = 0.0;
+                self.wait_task(&task.id, |t| {
+                    step += 1.0;
+                    on_progress(task_progress(t, step));
+                })
+                .await
+            }
+        }
     }
 
     /// Every resource (all pages).
@@ -330,5 +355,21 @@ impl Client {
     /// session (HTTP).
     pub async fn close(self) {
         self.core.close().await;
+    }
+}
+
+/// A task's new state as a progress report.
+fn task_progress(task: &TaskInfo, step: f64) -> ProgressParams {
+    let status = serde_json::to_value(task.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let message = match &task.message {
+        Some(m) => format!("task {status}: {m}"),
+        None => format!("task {status}"),
+    };
+    ProgressParams {
+        progress_token: mcp_types::meta::ProgressToken::String(task.id.clone()),
+        progress: step,
+        total: None,
+        message: Some(message),
+        meta: None,
     }
 }

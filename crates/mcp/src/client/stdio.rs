@@ -54,12 +54,22 @@ pub struct StdioCommand {
     pub cwd: Option<PathBuf>,
     /// Where its stderr goes.
     pub stderr: Stderr,
+    /// Start it in a process group of its own, so a Ctrl-C at the terminal reaches this process
+    /// (which can then cancel what the server runs and close it) and not the server directly.
+    pub own_process_group: bool,
 }
 
 impl StdioCommand {
     /// `program` with no arguments.
     pub fn new(program: impl Into<String>) -> Self {
-        StdioCommand { program: program.into(), args: Vec::new(), env: Vec::new(), cwd: None, stderr: Stderr::Capture }
+        StdioCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            stderr: Stderr::Capture,
+            own_process_group: false,
+        }
     }
 
     /// Sets where the server's stderr goes.
@@ -83,6 +93,9 @@ impl StdioCommand {
         }
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
+        }
+        if self.own_process_group {
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         }
         let child = cmd
             .spawn()

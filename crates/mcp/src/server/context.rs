@@ -28,6 +28,19 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
 use crate::error::ToolError;
+use crate::tasks::manager::LiveTask;
+use crate::tasks::record::TaskForm;
+
+/// Adds `_meta["io.modelcontextprotocol/related-task"]` to a message's params (2025-11-25).
+fn tag_related(params: &mut Value, task_id: &str) {
+    if !params.is_object() {
+        *params = json!({});
+    }
+    let meta = params.as_object_mut().map(|p| p.entry("_meta").or_insert_with(|| json!({})));
+    if let Some(Value::Object(meta)) = meta {
+        meta.insert(crate::tasks::wire::RELATED_TASK.into(), json!({"taskId": task_id}));
+    }
+}
 
 /// The context of one request. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -45,6 +58,76 @@ struct Inner {
     last_progress: Mutex<Option<f64>>,
     input: InputState,
     extensions: Mutex<http::Extensions>,
+    /// A call that may become a task: what ties it to its task once it is one.
+    task: Option<Arc<TaskSlot>>,
+}
+
+/// Ties the work of a call that may become a task to that task.
+pub(crate) struct TaskSlot {
+    state: tokio::sync::watch::Sender<SlotState>,
+    /// The handler asked to become a task now.
+    wanted: tokio::sync::Notify,
+}
+
+/// Whether the call became a task.
+#[derive(Clone)]
+enum SlotState {
+    /// Not decided yet.
+    Open,
+    /// It is this task.
+    Task(Arc<LiveTask>),
+    /// It will not be one (the client follows no task form, or it ended first).
+    Never,
+}
+
+impl Default for TaskSlot {
+    fn default() -> Self {
+        TaskSlot { state: tokio::sync::watch::Sender::new(SlotState::Open), wanted: tokio::sync::Notify::new() }
+    }
+}
+
+impl std::fmt::Debug for TaskSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskSlot")
+    }
+}
+
+impl TaskSlot {
+    /// The task, once the call is one.
+    pub fn live(&self) -> Option<Arc<LiveTask>> {
+        match &*self.state.borrow() {
+            SlotState::Task(task) => Some(task.clone()),
+            _ => None,
+        }
+    }
+
+    /// The call is now this task: progress and questions go to it from here on.
+    pub fn attach(&self, task: Arc<LiveTask>) {
+        self.state.send_replace(SlotState::Task(task));
+    }
+
+    /// The call will not become a task.
+    pub fn close(&self) {
+        self.state.send_if_modified(|state| match state {
+            SlotState::Open => {
+                *state = SlotState::Never;
+                true
+            }
+            _ => false,
+        });
+    }
+
+    /// Resolves when the handler asks to become a task.
+    pub async fn wanted(&self) {
+        self.wanted.notified().await
+    }
+
+    /// Asks to become a task and waits until that is decided.
+    async fn request(&self) {
+        self.wanted.notify_one();
+        let mut state = self.state.subscribe();
+        let _ = state.wait_for(|s| !matches!(s, SlotState::Open)).await;
+    }
 }
 
 /// Answers to input requests known so far (2026-07-28), and the count of questions asked.
@@ -56,7 +139,7 @@ struct InputState {
 }
 
 /// Where a request's version, capabilities and client identity come from.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // one per request, inside an Arc: boxing would add an allocation
 pub(crate) enum Origin {
     /// A legacy session: what `initialize` established.
@@ -91,7 +174,57 @@ impl RequestContext {
                 last_progress: Mutex::new(None),
                 input: InputState::default(),
                 extensions: Mutex::new(http::Extensions::new()),
+                task: None,
             }),
+        }
+    }
+
+    /// The context the work of a call that may become a task runs with: the same request, its
+    /// own cancellation (after it becomes a task, only `tasks/cancel` stops it), and a slot that
+    /// ties it to its task.
+    pub(crate) fn for_task(&self, cancel: CancellationToken) -> (RequestContext, Arc<TaskSlot>) {
+        let slot = Arc::new(TaskSlot::default());
+        let inner = &self.inner;
+        let input = InputState {
+            answers: Mutex::new(inner.input.answers.lock().unwrap().clone()),
+            asked: AtomicUsize::new(inner.input.asked.load(Ordering::Relaxed)),
+            had_state: std::sync::atomic::AtomicBool::new(inner.input.had_state.load(Ordering::Relaxed)),
+        };
+        let cx = RequestContext {
+            inner: Arc::new(Inner {
+                id: inner.id.clone(),
+                origin: inner.origin.clone(),
+                progress_token: inner.progress_token.clone(),
+                outbox: inner.outbox.clone(),
+                cancel,
+                last_progress: Mutex::new(None),
+                input,
+                extensions: Mutex::new(inner.extensions.lock().unwrap().clone()),
+                task: Some(slot.clone()),
+            }),
+        };
+        (cx, slot)
+    }
+
+    /// The task this call became, if it did.
+    pub(crate) fn task(&self) -> Option<Arc<LiveTask>> {
+        self.inner.task.as_ref().and_then(|slot| slot.live())
+    }
+
+    /// The id of the task this call runs as, once it is one (a tool that may run long can name
+    /// what it produces after it).
+    pub fn task_id(&self) -> Option<String> {
+        self.task().map(|t| t.id.clone())
+    }
+
+    /// For a tool that may run long: asks the engine to turn this call into a task now (when the
+    /// client can take one, or a job otherwise) instead of after the grace period, and returns
+    /// once that is done: the call has been answered with the task, and what the tool does next
+    /// (asking the user, say) belongs to the task. When the client takes no task, returns at once
+    /// and the call goes on as a plain one. No effect on other tools.
+    pub async fn become_task(&self) {
+        if let Some(slot) = &self.inner.task {
+            slot.request().await;
         }
     }
 
@@ -161,6 +294,14 @@ impl RequestContext {
     /// Reports progress, when the client asked for it with a progress token. Values that do not
     /// increase are dropped, as the spec requires progress to grow.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(task) = self.task() {
+            // A task's progress is its status message and wait hint (and, for 2025-11-25
+            // tasks, progress notifications to the session, which the token stays valid for).
+            task.progress(progress, total, message).await;
+            if task.form != TaskForm::Legacy {
+                return;
+            }
+        }
         let Some(token) = self.inner.progress_token.clone() else {
             return;
         };
@@ -178,6 +319,9 @@ impl RequestContext {
 
     /// Sends a log message to the client, when its level is at least the one the client asked for.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Serialize) {
+        if self.task().is_some_and(|t| t.form != TaskForm::Legacy) {
+            return; // the tasks extension and job tools carry no log messages
+        }
         let threshold = match &self.inner.origin {
             Origin::Session(session) => session.log_level(),
             Origin::Request { log_level, .. } => *log_level,
@@ -206,8 +350,19 @@ impl RequestContext {
         if self.is_cancelled() {
             return; // nothing more may be sent for a cancelled request
         }
-        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.inner.outbox.send(&message).await;
+        let mut message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        match self.task() {
+            None => {
+                self.inner.outbox.send(&message).await;
+            }
+            // After its response, a 2025-11-25 task speaks on the session, tagged with its id.
+            Some(task) => {
+                if let (Some(session), TaskForm::Legacy) = (self.session(), task.form) {
+                    tag_related(&mut message["params"], &task.id);
+                    session.outbox.send(&message).await;
+                }
+            }
+        }
     }
 
     /// Asks the user to fill a form described by `T`'s schema (form-mode elicitation).
@@ -297,6 +452,9 @@ impl RequestContext {
         for (_, method, params) in &questions {
             self.check_capability(method, params)?;
         }
+        if let Some(task) = self.task() {
+            return self.ask_in_task(&task, questions).await;
+        }
         if let Some(session) = self.session() {
             let mut answers = Vec::with_capacity(questions.len());
             for (_, method, params) in questions {
@@ -316,6 +474,41 @@ impl RequestContext {
             return Err(ToolError::input_required(missing));
         }
         questions.iter().map(|(key, method, _)| checked_answer(key, method, known[key].clone())).collect()
+    }
+
+    /// Questions asked by a call that is now a task: through `tasks/update` in the 2026-07-28
+    /// extension; as requests on the session, tagged with the task, otherwise.
+    async fn ask_in_task(
+        &self,
+        task: &LiveTask,
+        questions: Vec<(String, String, Value)>,
+    ) -> Result<Vec<Value>, ToolError> {
+        if task.form == TaskForm::Extension {
+            let requests: JsonObject = questions
+                .iter()
+                .map(|(key, method, params)| (key.clone(), json!({"method": method, "params": params})))
+                .collect();
+            let answers = task.ask(requests).await?;
+            return questions
+                .iter()
+                .map(|(key, method, _)| checked_answer(key, method, answers[key].clone()))
+                .collect();
+        }
+        let Some(session) = self.session() else {
+            return Err(ToolError::new(
+                "this job needs an answer from the user, and its client can give one only before a job starts: \
+                 call the tool again, or use a client that supports tasks",
+            ));
+        };
+        let mut answers = Vec::with_capacity(questions.len());
+        for (_, method, mut params) in questions {
+            tag_related(&mut params, &task.id);
+            task.waiting_on_client(true).await;
+            let answer = session.request(&session.outbox, &method, params).await;
+            task.waiting_on_client(false).await;
+            answers.push(answer?);
+        }
+        Ok(answers)
     }
 
     /// 2026-07-28: the answer the client sent for `key`, on this retry or an earlier round.

@@ -35,6 +35,8 @@ use super::tool;
 use super::Router;
 use crate::engine::raw::RawParams;
 use crate::error::{ToolError, ToolErrorKind};
+use crate::tasks::methods as task_methods;
+use crate::tasks::run;
 
 /// The error for a URI that names no resource. A long URI is not echoed whole: an 8 MiB URI must
 /// not come back twice in the error.
@@ -83,6 +85,21 @@ struct CallToolText<'a> {
     input_responses: Option<&'a RawValue>,
     #[serde(default)]
     request_state: Option<String>,
+    /// 2025-11-25: run as a task (`{ttl?}`).
+    #[serde(borrow, default)]
+    task: Option<&'a RawValue>,
+}
+
+/// The requested lifetime of a 2025-11-25 `params.task`: `Some(None)` when a task is asked
+/// without one.
+fn task_param(raw: Option<&RawValue>) -> Result<Option<Option<std::time::Duration>>, ErrorObject> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    let meta: mcp_types::tasks::legacy::TaskMetadata = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: task: {e}")))?;
+    Ok(Some(meta.ttl.map(|ms| std::time::Duration::from_millis(ms.max(0) as u64))))
 }
 
 /// What an `input_required` state is bound to: the method, the name or URI, the arguments.
@@ -145,7 +162,7 @@ impl Router {
         let result = match method {
             "server/discover" => self.discover(),
             "ping" => Ok(json!({})),
-            "tools/list" => self.list_tools(params(&raw)?),
+            "tools/list" => self.list_tools(params(&raw)?, cx, modern),
             "tools/call" => self.call_tool(raw, cx, modern).await,
             "resources/list" => self.list_resources(params(&raw)?),
             "resources/templates/list" => self.list_templates(params(&raw)?),
@@ -157,6 +174,14 @@ impl Router {
             "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
             "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
             "subscriptions/listen" => return self.listen(params(&raw)?, cx).await,
+            "tasks/get" => task_methods::get(self.tasks(), params(&raw)?, cx, modern).await,
+            "tasks/update" => task_methods::update(self.tasks(), params(&raw)?, cx, modern).await,
+            "tasks/cancel" => task_methods::cancel(self.tasks(), params(&raw)?, cx, modern).await,
+            "tasks/result" => task_methods::result(self.tasks(), params(&raw)?, cx).await,
+            "tasks/list" => {
+                let p: PaginatedParams = params(&raw)?;
+                task_methods::list(self.tasks(), p.cursor, self.inner.config.page_size, cx).await
+            }
             _ => Err(ErrorObject::method_not_found(method)),
         }?;
         Ok(super::era::finish(self, method, result, modern))
@@ -166,7 +191,7 @@ impl Router {
         to_value(DiscoverResult {
             result_type: None,
             supported_versions: ProtocolVersion::ALL.iter().map(|v| v.to_string()).collect(),
-            capabilities: self.capabilities(),
+            capabilities: self.capabilities_for(ProtocolVersion::LATEST),
             instructions: self.inner.config.instructions.clone(),
             ttl_ms: None,
             cache_scope: None,
@@ -185,9 +210,38 @@ impl Router {
         Ok((page.into_iter().cloned().collect(), next_cursor))
     }
 
-    fn list_tools(&self, p: PaginatedParams) -> Result<Value, ErrorObject> {
+    /// `tools/list`, as this client sees it: `execution` only in 2025-11-25 sessions; job tools
+    /// only for clients that follow no task form, which also do not see the `outputSchema` of
+    /// tools that may answer them with a job id instead.
+    fn list_tools(&self, p: PaginatedParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+        let caps = cx.client_capabilities();
+        let legacy_tasks = !modern && cx.protocol_version() == ProtocolVersion::V2025_11_25;
+        let follows_tasks =
+            (modern && caps.has_extension(mcp_types::tasks::EXTENSION_ID)) || (legacy_tasks && caps.tasks.is_some());
+        let jobs_answer = !follows_tasks && self.task_settings().job_tools;
         let registry = self.inner.registry.read().unwrap();
-        let (tools, next_cursor) = self.page_of(registry.tools.iter().map(|t| t.def()), p.cursor.as_deref())?;
+        let shown: Vec<std::borrow::Cow<'_, mcp_types::tools::Tool>> = registry
+            .tools
+            .iter()
+            .filter(|t| t.job.is_none() || !follows_tasks)
+            .map(|t| {
+                let def = t.def();
+                let strip_execution = def.execution.is_some() && !legacy_tasks;
+                let strip_output = t.support.is_some() && jobs_answer && def.output_schema.is_some();
+                if !strip_execution && !strip_output {
+                    return std::borrow::Cow::Borrowed(def);
+                }
+                let mut def = def.clone();
+                if strip_execution {
+                    def.execution = None;
+                }
+                if strip_output {
+                    def.output_schema = None;
+                }
+                std::borrow::Cow::Owned(def)
+            })
+            .collect();
+        let (tools, next_cursor) = self.page_of(shown.iter().map(|t| t.as_ref()), p.cursor.as_deref())?;
         to_value(ListToolsResult { tools, next_cursor, ..Default::default() })
     }
 
@@ -208,6 +262,11 @@ impl Router {
             Some(a) if a.starts_with('{') => a,
             Some(_) => return Err(ErrorObject::invalid_params("invalid params: arguments must be an object")),
         };
+        let legacy_task = task_param(p.task)?;
+        if legacy_task.is_some() && tool.support.is_none() && cx.protocol_version() == ProtocolVersion::V2025_11_25 {
+            return Err(ErrorObject::method_not_found("tools/call")
+                .with_data(json!({"reason": format!("the tool {} does not run as a task", p.name)})));
+        }
         let input = match tool.prepare(arguments, budget) {
             Ok(input) => input,
             Err(problems) => {
@@ -219,9 +278,19 @@ impl Router {
                 return to_value(CallToolResult::error(text));
             }
         };
+        if let Some(job) = &tool.job {
+            return crate::tasks::jobs::call(self.tasks(), job, arguments, cx).await;
+        }
         let call = Call { method: "tools/call", name: &p.name, arguments: CallArgs::Text(arguments) };
         let responses = p.input_responses.map(|r| bounded_object(r.get(), budget)).transpose()?;
         self.resume(cx, modern, &call, p.request_state.as_deref(), responses)?;
+        if let Some(support) = tool.support {
+            let mode = run::mode(self.task_settings(), &tool.name, support, cx, modern, legacy_task)?;
+            return match run::start(self.tasks(), &tool, input, cx, mode).await? {
+                run::Started::Task(answer) => Ok(answer),
+                run::Started::Done(outcome) => self.tool_outcome(outcome, cx, modern.then_some(&call)),
+            };
+        }
         let running = (tool.handler)(input, cx.clone());
         if !modern {
             drop(call);
@@ -398,8 +467,11 @@ impl Router {
                 .with_data(data));
             }
         }
-        let honoured = SubscriptionFilter { task_ids: None, ..p.notifications };
+        let honoured = p.notifications;
         let mut changes = self.changes();
+        let task_ids = honoured.task_ids.clone().unwrap_or_default();
+        let mut task_changes = (!task_ids.is_empty()).then(|| self.tasks().changes());
+        let account = crate::tasks::account_of(cx);
         let mut meta = JsonObject::new();
         meta.insert(mcp_types::meta::SUBSCRIPTION_ID.into(), to_value(cx.request_id())?);
         let ack = json!({"notifications": honoured, "_meta": meta});
@@ -407,6 +479,13 @@ impl Router {
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
+                Some(Ok(task)) = async { Some(task_changes.as_mut()?.recv().await) } => {
+                    if let Some(mut params) = task_methods::notification(&task, &task_ids, &account) {
+                        params["_meta"] = Value::Object(meta.clone());
+                        cx.notify("notifications/tasks", &params).await;
+                    }
+                    continue;
+                }
                 _ = cx.cancelled() => return Err(ErrorObject::internal("cancelled")),
             };
             match change {

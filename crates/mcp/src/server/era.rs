@@ -26,10 +26,17 @@ use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
 
 /// Methods that exist only before 2026-07-28.
-const LEGACY_ONLY: &[&str] =
-    &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+const LEGACY_ONLY: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/result",
+    "tasks/list",
+];
 /// Methods that exist only from 2026-07-28 on.
-const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
+const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/update"];
 /// Methods whose complete results carry `ttlMs` and `cacheScope` (2026-07-28).
 const CACHEABLE: &[&str] =
     &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
@@ -178,7 +185,7 @@ pub(crate) fn initialize(
     let version = if ProtocolVersion::LEGACY.contains(&requested) { requested } else { ProtocolVersion::LATEST_LEGACY };
     let result = InitializeResult {
         protocol_version: version.to_owned(),
-        capabilities: router.capabilities(),
+        capabilities: router.capabilities_for(version),
         server_info: router.inner.config.info.clone(),
         instructions: router.inner.config.instructions.clone(),
         meta: None,

@@ -29,10 +29,10 @@ mod registry;
 mod resource;
 pub mod schema;
 pub(crate) mod state;
-mod tool;
+pub(crate) mod tool;
 pub mod uri_template;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use mcp_types::lifecycle::{Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities};
@@ -52,6 +52,8 @@ pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Structured, ToolDef, Too
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;
 
+use crate::tasks::manager::TaskManager;
+use crate::tasks::{MemoryStore, TaskConfig, TaskStore};
 use completion::Completers;
 use registry::Registry;
 use state::StateKey;
@@ -70,6 +72,11 @@ pub(crate) struct Inner {
     pub registry: RwLock<Registry>,
     pub completers: RwLock<Completers>,
     pub changes: broadcast::Sender<Change>,
+    /// Where task records go (in memory unless set before the first task).
+    pub task_store: OnceLock<Arc<dyn TaskStore>>,
+    pub task_manager: OnceLock<Arc<TaskManager>>,
+    /// Task settings given after the router was shared (see [`Router::set_task_settings`]).
+    pub task_settings: OnceLock<TaskConfig>,
 }
 
 /// Settings fixed before serving.
@@ -83,6 +90,8 @@ pub(crate) struct Config {
     pub max_subscriptions: usize,
     /// The most memory a value from the client (tool arguments, answers) may take as a tree.
     pub value_budget: usize,
+    /// How long-running tools run.
+    pub tasks: TaskConfig,
 }
 
 impl Default for Router {
@@ -118,10 +127,14 @@ impl Router {
                     state_ttl: Duration::from_secs(600),
                     max_subscriptions: 1024,
                     value_budget: bounded::DEFAULT_BUDGET,
+                    tasks: TaskConfig::default(),
                 },
                 registry: RwLock::new(Registry::default()),
                 completers: RwLock::new(Completers::default()),
                 changes,
+                task_store: OnceLock::new(),
+                task_manager: OnceLock::new(),
+                task_settings: OnceLock::new(),
             }),
         }
     }
@@ -186,6 +199,43 @@ impl Router {
         self
     }
 
+    /// How tools that may run long run: caps, lifetimes, grace period, job tools.
+    pub fn task_config(mut self, config: TaskConfig) -> Self {
+        self.config_mut().tasks = config;
+        self
+    }
+
+    /// The task settings in force.
+    pub fn task_settings(&self) -> &TaskConfig {
+        self.inner.task_settings.get().unwrap_or(&self.inner.config.tasks)
+    }
+
+    /// Changes the task settings of a router already shared (the command line does this); only
+    /// before the first task, `false` otherwise.
+    pub fn set_task_settings(&self, config: TaskConfig) -> bool {
+        self.inner.task_manager.get().is_none() && self.inner.task_settings.set(config).is_ok()
+    }
+
+    /// Where task records are kept (in memory by default). Set it before the first task; `false`
+    /// if a store was already in use.
+    pub fn set_task_store(&self, store: Arc<dyn TaskStore>) -> bool {
+        self.inner.task_store.set(store).is_ok()
+    }
+
+    /// The task manager (created on first use, in a tokio runtime).
+    pub(crate) fn tasks(&self) -> &Arc<TaskManager> {
+        self.inner.task_manager.get_or_init(|| {
+            let store = self.inner.task_store.get_or_init(|| Arc::new(MemoryStore::new())).clone();
+            TaskManager::new(store, self.task_settings().clone())
+        })
+    }
+
+    /// Marks tasks that an earlier process left running as failed, with the reason (call once at
+    /// start-up with a durable store). Returns how many.
+    pub async fn recover_tasks(&self) -> Result<usize, crate::tasks::StoreError> {
+        self.tasks().recover().await
+    }
+
     /// Adds a tool: `name`, the description the model reads, and an async handler
     /// `(Args, RequestContext) -> Result<Out, ToolError>`.
     pub fn tool<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
@@ -219,14 +269,35 @@ impl Router {
         Out: IntoToolOutput + Send + 'static,
     {
         let entry = tool::entry(def, handler);
-        let replaced = self.inner.registry.write().unwrap().tools.insert(entry.name.clone(), entry);
+        let jobs = entry.support.map(|_| crate::tasks::jobs::definitions(&entry.name, self.task_settings()));
+        let mut registry = self.inner.registry.write().unwrap();
+        let replaced = registry.tools.insert(entry.name.clone(), entry);
+        for (def, job) in jobs.into_iter().flatten() {
+            let mut generated = match job.action {
+                crate::tasks::jobs::JobAction::List => tool::entry(def, job_placeholder),
+                _ => tool::entry(def, job_id_placeholder),
+            };
+            generated.job = Some(job);
+            registry.tools.insert(generated.name.clone(), generated);
+        }
+        drop(registry);
         self.announce(Change::Tools);
         replaced
     }
 
-    /// Removes a tool while serving; `true` when it existed.
+    /// Removes a tool while serving (and the job tools generated for it); `true` when it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let removed = self.inner.registry.write().unwrap().tools.remove(name);
+        let mut registry = self.inner.registry.write().unwrap();
+        let removed = registry.tools.remove(name);
+        if removed {
+            for suffix in ["_status", "_cancel", "_list"] {
+                let generated = format!("{name}{suffix}");
+                if registry.tools.get(&generated).is_some_and(|t| t.job.as_ref().is_some_and(|j| j.of == name)) {
+                    registry.tools.remove(&generated);
+                }
+            }
+        }
+        drop(registry);
         if removed {
             self.announce(Change::Tools);
         }
@@ -406,6 +477,21 @@ impl Router {
         &self.inner.config.info
     }
 
+    /// What this server offers in protocol `version`: [`Router::capabilities`], and task support
+    /// when a tool may run long (`tasks` in 2025-11-25, the tasks extension in 2026-07-28).
+    pub fn capabilities_for(&self, version: &str) -> ServerCapabilities {
+        let mut caps = self.capabilities();
+        let tasks = self.inner.registry.read().unwrap().tools.iter().any(|t| t.support.is_some());
+        if tasks && version == mcp_types::version::ProtocolVersion::V2025_11_25 {
+            caps.tasks = Some(serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}));
+        } else if tasks && mcp_types::version::ProtocolVersion::MODERN.contains(&version) {
+            let mut extensions = mcp_types::JsonObject::new();
+            extensions.insert(mcp_types::tasks::EXTENSION_ID.into(), serde_json::json!({}));
+            caps.extensions = Some(extensions);
+        }
+        caps
+    }
+
     /// What this server offers, as advertised in `initialize` and `server/discover`.
     pub fn capabilities(&self) -> ServerCapabilities {
         let listed = Some(ListChangedCapability { list_changed: Some(true) });
@@ -418,4 +504,14 @@ impl Router {
             ..Default::default()
         }
     }
+}
+
+/// The handler of a generated job tool that takes no arguments; the engine answers these itself.
+async fn job_placeholder(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
+    Err(ToolError::new("job tools are answered by the engine"))
+}
+
+/// The same for the job tools that take a job id.
+async fn job_id_placeholder(_: crate::tasks::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
+    Err(ToolError::new("job tools are answered by the engine"))
 }

@@ -20,6 +20,8 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::schema::{input_schema_for, schema_for, CompiledSchema};
 use crate::error::ToolError;
+use crate::tasks::jobs::JobTool;
+use crate::tasks::TaskSupport;
 
 /// A boxed future, as stored handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -44,6 +46,10 @@ pub(crate) struct ToolEntry {
     make_def: Box<dyn Fn() -> Tool + Send + Sync>,
     schema: OnceLock<Result<CompiledSchema, String>>,
     pub handler: ErasedToolHandler,
+    /// It may run long (see [`crate::tasks`]).
+    pub support: Option<TaskSupport>,
+    /// It is a generated job tool that follows another tool's jobs.
+    pub job: Option<JobTool>,
 }
 
 impl ToolEntry {
@@ -180,6 +186,7 @@ where
 #[derive(Debug, Clone)]
 pub struct ToolDef {
     pub(crate) tool: Tool,
+    pub(crate) support: Option<TaskSupport>,
 }
 
 impl ToolDef {
@@ -197,7 +204,17 @@ impl ToolDef {
                 execution: None,
                 meta: None,
             },
+            support: None,
         }
+    }
+
+    /// Declares that the tool may run long: it runs as a task, or a job, whenever it takes longer
+    /// than the grace period (see [`crate::tasks`]); `<name>_status`, `<name>_cancel` and
+    /// `<name>_list` are generated next to it for clients that follow no task form.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.support = Some(support);
+        self.tool.execution = Some(serde_json::json!({"taskSupport": support.as_str()}));
+        self
     }
     /// What the tool does and when to call it: the text the model reads.
     pub fn description(mut self, text: impl Into<String>) -> Self {
@@ -297,6 +314,7 @@ where
     Args: DeserializeOwned + JsonSchema + Send + 'static,
     Out: IntoToolOutput + Send + 'static,
 {
+    let support = def.support;
     let tool = def.tool;
     check_name(&tool.name);
     let tool_name = tool.name.clone();
@@ -333,7 +351,7 @@ where
             handler.call(args, cx).await.map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
-    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler }
+    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler, support, job: None }
 }
 
 fn check_name(name: &str) {

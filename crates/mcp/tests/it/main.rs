@@ -8,3 +8,4 @@ mod input;
 mod rules;
 mod subscriptions;
 mod support;
+mod tasks;

@@ -60,6 +60,8 @@ pub struct HttpConfig {
     pub json_only: bool,
     /// `retry:` sent with priming events, in milliseconds.
     pub sse_retry_ms: u64,
+    /// The request header naming the account tasks count against (see [`crate::tasks::Account`]).
+    pub account_header: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -75,6 +77,7 @@ impl Default for HttpConfig {
             session_idle: Duration::from_secs(600),
             json_only: false,
             sse_retry_ms: 1000,
+            account_header: None,
         }
     }
 }

@@ -176,6 +176,9 @@ async fn request(
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
+    if let Some(account) = account(&shared.config, headers, session.as_deref()) {
+        cx.insert_extension(crate::tasks::Account(account));
+    }
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
@@ -199,6 +202,19 @@ async fn request(
         })
     });
     respond(shared, session, modern, rx, task, token).await
+}
+
+/// The account a request counts against: the configured header, else its legacy session.
+fn account(config: &super::HttpConfig, headers: &HeaderMap, session: Option<&HttpSession>) -> Option<String> {
+    if let Some(value) = config.account_header.as_deref().and_then(|name| header(headers, name)) {
+        return Some(format!("header:{value}"));
+    }
+    // A digest, not the id itself: the id lets its holder use the session, and records are kept.
+    session.map(|s| {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(s.id.as_bytes());
+        format!("session:{}", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>())
+    })
 }
 
 /// Answers with JSON when the result comes before any other message, else with SSE.

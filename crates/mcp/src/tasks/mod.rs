@@ -1,0 +1,109 @@
+//! Long-running tools: one handler, run as whatever the client can follow.
+//!
+//! A tool declared with [`TaskSupport`] (`ToolDef::task_support`) is written like any other:
+//! progress and cancellation through its context. The engine starts it and, if it has not
+//! finished within the grace period (250 ms by default, or as soon as it calls
+//! [`RequestContext::become_task`](crate::RequestContext::become_task)), answers the call at once
+//! and lets the work go on in the background, as:
+//!
+//! - a **2026-07-28 extension task** (`io.modelcontextprotocol/tasks`) when the request declares the
+//!   extension: `resultType: "task"`, then `tasks/get`, `tasks/update` (questions the work asks
+//!   become `inputRequests`), `tasks/cancel`, and `notifications/tasks` through
+//!   `subscriptions/listen`;
+//! - a **2025-11-25 task** when the request asks for one (`params.task`): `tasks/get`,
+//!   `tasks/result`, `tasks/list`, `tasks/cancel`, `notifications/tasks/status`;
+//! - a **job** for every other client: the result names a job id and when to look again, and the
+//!   generated tools `<tool>_status`, `<tool>_cancel` and `<tool>_list` follow it.
+//!
+//! Questions asked before the call becomes a task are answered as in any call (an
+//! `input_required` round on 2026-07-28). Progress becomes the task's status message and its
+//! wait hint. Each account may run [`TaskConfig::max_per_account`] tasks at once (5 by default);
+//! past that the call gets a result saying how many run and when to retry, and nothing queues.
+//! Records live in a [`TaskStore`]: in memory by default, in SQLite with the `sqlite` feature
+//! (results survive a restart; work cut short by one reads as failed).
+
+pub(crate) mod jobs;
+pub(crate) mod manager;
+pub(crate) mod methods;
+pub mod record;
+pub(crate) mod run;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+pub mod store;
+pub(crate) mod wire;
+
+use std::time::Duration;
+
+pub use record::{Outcome, TaskForm, TaskRecord};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+pub use store::{MemoryStore, StoreError, StoreFuture, TaskStore};
+
+use crate::server::RequestContext;
+
+/// Whether a tool may run as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// It may run long: a task when the client can follow one, a job otherwise, and a plain
+    /// answer when it finishes within the grace period.
+    Optional,
+    /// It only runs as a task (or a job): a 2026-07-28 request that does not declare the tasks
+    /// extension gets -32021, a 2025-11-25 client that knows tasks but does not ask for one gets
+    /// -32601.
+    Required,
+}
+
+impl TaskSupport {
+    /// The 2025-11-25 `execution.taskSupport` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// How the engine runs tasks.
+#[derive(Debug, Clone)]
+pub struct TaskConfig {
+    /// Tasks one account may run at once (default 5).
+    pub max_per_account: usize,
+    /// How long a task is kept after it was created (default 1 hour).
+    pub ttl: Duration,
+    /// The longest a client may ask a task to be kept (default 24 hours).
+    pub max_ttl: Duration,
+    /// The wait hint when progress says nothing better (default 1 s).
+    pub poll_interval: Duration,
+    /// How long a call may run before it becomes a task (default 250 ms).
+    pub grace: Duration,
+    /// The most task records kept; past it, the oldest finished ones go (default 10,000).
+    pub keep: usize,
+    /// Offer job tools to clients that follow no task form (default on). Off, such clients get
+    /// a plain answer when the tool finishes (optional tools) or an error (required ones).
+    pub job_tools: bool,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            max_per_account: 5,
+            ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(24 * 3600),
+            poll_interval: Duration::from_secs(1),
+            grace: Duration::from_millis(250),
+            keep: 10_000,
+            job_tools: true,
+        }
+    }
+}
+
+/// The account a request counts against, for the task cap and for who may see a task. An
+/// authentication layer or the transport sets it as a request extension; without one, every
+/// request of the process shares one account.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Account(pub String);
+
+/// The account of a request.
+pub(crate) fn account_of(cx: &RequestContext) -> String {
+    cx.extension::<Account>().map_or_else(|| "local".to_owned(), |a| a.0)
+}
