@@ -395,3 +395,65 @@ fn without_a_terminal_a_form_is_declined_or_filled_with_defaults() {
     let out = run(&["call", "test_elicitation", "message=Who?", "--", server.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("action: decline"), "{out:?}");
 }
+
+#[test]
+fn mcp_call_follows_a_batch_showing_its_progress_and_prints_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ibans.txt"), "FR76 3000 6000 0112 3456 7890 189\n".repeat(1_000_000)).unwrap();
+    let uri = format!("file://{}/ibans.txt", std::fs::canonicalize(dir.path()).unwrap().display());
+    let out = dir.path().join("out.txt");
+    let command = format!(
+        "{} call iban_check_batch uri={uri} -- {} --input-dir {} > {}; echo EXIT=$? >> {}",
+        mcp().display(),
+        common::paypedia().display(),
+        dir.path().display(),
+        out.display(),
+        out.display()
+    );
+    let tmux = Tmux::new();
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "20", &command]);
+    tmux.wait_for("task working: checked ");
+    tmux.wait_for("IBANs, 0 invalid");
+    for _ in 0..1200 {
+        if std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let printed = std::fs::read_to_string(&out).unwrap();
+    assert!(printed.contains("**1000000 IBANs checked: 1000000 valid, 0 invalid.**"), "{printed}");
+    assert!(printed.contains("Valid per country: FR 1000000/1000000."), "{printed}");
+    assert!(printed.contains("EXIT=0"), "{printed}");
+}
+
+#[test]
+fn ctrl_c_while_waiting_for_a_task_asks_the_server_to_cancel_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let command = format!(
+        "{} --trace call slow_compute seconds=300 -- {} 2> {}; echo EXIT=$? >> {}",
+        mcp().display(),
+        conformance_server().display(),
+        out.display(),
+        out.display()
+    );
+    let tmux = Tmux::new();
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "20", &command]);
+    for _ in 0..400 {
+        if std::fs::read_to_string(&out).unwrap_or_default().contains("\"method\":\"tasks/get\"") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    tmux.run(&["send-keys", "-t", "t", "C-c"]);
+    for _ in 0..400 {
+        if std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let trace = std::fs::read_to_string(&out).unwrap();
+    assert!(trace.contains("\"method\":\"tasks/cancel\""), "no tasks/cancel was sent:\n{trace}");
+    assert!(trace.contains("asked the server to cancel task"), "{trace}");
+    assert!(trace.contains("EXIT=130"), "{trace}");
+}

@@ -47,3 +47,29 @@ fn a_process_nobody_connected_to_is_killed_and_reaped_when_dropped() {
     drop(process);
     assert!(!running(&sleep), "`sleep {sleep}` outlived its ServerProcess");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_takes_minutes_answers_in_under_a_second_in_every_form() {
+    use mcp::client::{ClientOptions, ToolCall};
+    let server = mcp::testing::HttpServer::start(common::conformance_server(), &[]).unwrap();
+    let args = serde_json::json!({"seconds": 300, "label": "slow"});
+    // A client that follows the tasks extension gets a task.
+    let client = server.client().await.unwrap();
+    let asked = std::time::Instant::now();
+    let started = client.start_tool("slow_compute", args.clone()).await.unwrap();
+    assert!(asked.elapsed() < std::time::Duration::from_secs(1), "answered after {:?}", asked.elapsed());
+    let ToolCall::Task(task) = started else { panic!("a task") };
+    client.cancel_task(&task.id).await.unwrap();
+    // One that follows none gets a job id, as fast.
+    let options = ClientOptions { tasks: false, ..ClientOptions::default() };
+    let plain = mcp::client::Client::connect_http(server.url(), options).await.unwrap();
+    let asked = std::time::Instant::now();
+    let started = plain.start_tool("slow_compute", args).await.unwrap();
+    assert!(asked.elapsed() < std::time::Duration::from_secs(1), "answered after {:?}", asked.elapsed());
+    let ToolCall::Done(result) = started else { panic!("a job, in a plain result") };
+    let text = mcp::testing::assert_tool_ok(&result);
+    assert!(text.starts_with("Started job "), "{text}");
+    let job = text.split_whitespace().nth(2).unwrap();
+    let cancelled = plain.call_tool("slow_compute_cancel", serde_json::json!({"job_id": job})).await.unwrap();
+    assert!(mcp::testing::assert_tool_ok(&cancelled).contains("was cancelled"));
+}

@@ -101,6 +101,12 @@ async fn tool_with_task(_: NoArgs, cx: RequestContext) -> Result<String, ToolErr
     Ok(format!("Hello, {name}! Your task is done."))
 }
 
+/// Becomes a task at once and ends: what running anything as a task costs (bench-tasks).
+async fn trivial_task(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
+    cx.become_task().await;
+    Ok("done".into())
+}
+
 fn def(name: &str, description: &str, support: Option<TaskSupport>) -> ToolDef {
     let def = ToolDef::new(name).description(description);
     match support {
@@ -123,4 +129,5 @@ pub fn add(router: Router) -> Router {
             def("test_tool_with_task", "Asks a name before it becomes a task, then greets.", Some(Required)),
             tool_with_task,
         )
+        .tool_def(def("trivial_task", "Becomes a task and ends at once.", Some(Optional)), trivial_task)
 }

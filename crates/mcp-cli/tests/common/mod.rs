@@ -28,16 +28,26 @@ pub fn example() -> PathBuf {
 /// The `mcp-server-conformance` binary, built like [`example`].
 pub fn conformance_server() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut args = vec!["build", "-q", "-p", "mcp-server-conformance"];
-        if mcp().parent().is_some_and(|d| d.ends_with("release")) {
-            args.push("--release");
-        }
-        let status = Command::new(cargo).args(&args).status().unwrap();
-        assert!(status.success(), "building mcp-server-conformance");
-    });
+    BUILT.call_once(|| build("mcp-server-conformance"));
     mcp().with_file_name("mcp-server-conformance")
+}
+
+/// The `paypedia` binary, built like [`example`].
+pub fn paypedia() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| build("paypedia"));
+    mcp().with_file_name("paypedia")
+}
+
+/// Builds another package's binary in this test run's profile.
+fn build(package: &str) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args = vec!["build", "-q", "-p", package];
+    if mcp().parent().is_some_and(|d| d.ends_with("release")) {
+        args.push("--release");
+    }
+    let status = Command::new(cargo).args(&args).status().unwrap();
+    assert!(status.success(), "building {package}");
 }
 
 /// Whether a process whose command line contains `marker` is alive (zombies count as gone).

@@ -190,8 +190,9 @@ async fn busy_answer(
 ) -> Result<Started, ErrorObject> {
     let secs = busy.retry_after.as_secs().max(1);
     let cancel = if mode == Mode::Job { format!(" or cancel one with {tool}_cancel") } else { " or cancel one".into() };
+    let jobs = if busy.running == 1 { "job" } else { "jobs" };
     let text = format!(
-        "{} jobs running for this account (the limit is {}): retry in about {secs} s,{cancel}. Nothing was started.",
+        "{} {jobs} running for this account (the limit is {}): retry in about {secs} s,{cancel}. Nothing was started.",
         busy.running, busy.limit
     );
     let result = CallToolResult::error(text);

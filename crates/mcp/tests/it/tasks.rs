@@ -290,3 +290,27 @@ async fn the_cap_answers_at_once_and_a_cancel_frees_the_slot_and_stops_the_work(
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(STEPS.load(Ordering::Relaxed), after, "cancelled work stopped (steps went {steps} → {after})");
 }
+
+#[tokio::test]
+async fn status_changes_stream_through_subscriptions_listen() {
+    let mut peer = Peer::new(router(5));
+    let created = peer.request(1, "tools/call", call("work", json!({"ms": 200}), ext())).await;
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let listen = modern_with(json!({"notifications": {"taskIds": [id]}}), ext());
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": listen})).await;
+    let mut statuses = Vec::new();
+    while !statuses.contains(&json!("completed")) {
+        let m = peer.recv().await;
+        if m["method"] == "notifications/tasks" {
+            assert_eq!(m["params"]["taskId"], id);
+            assert_eq!(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2);
+            statuses.push(m["params"]["status"].clone());
+        }
+    }
+    let done: Vec<&Value> = statuses.iter().filter(|s| *s == "completed").collect();
+    assert_eq!(done.len(), 1, "{statuses:?}");
+    let without = peer
+        .request(3, "subscriptions/listen", modern_with(json!({"notifications": {"taskIds": [id]}}), json!({})))
+        .await;
+    assert_eq!(without["error"]["code"], -32021);
+}

@@ -1,0 +1,201 @@
+//! `iban_check_batch` on the real binary, over real pipes and sockets: per-account caps,
+//! cancellation that stops the work, results that survive a restart (and work cut by `kill -9`
+//! that reads as failed), the job tools for a client that knows nothing of tasks, and the
+//! 2025-11-25 task form.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, ClientOptions, StdioCommand, ToolCall};
+use mcp::testing::{HttpServer, LinePeer};
+use mcp::types::tasks::TaskStatus;
+use serde_json::{json, Value};
+
+const PAYPEDIA: &str = env!("CARGO_BIN_EXE_paypedia");
+
+/// A directory with `million.txt`: 1,000,000 IBANs, one per line.
+fn batch_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "DE89 3704 0044 0532 0130 00\n";
+    std::fs::write(dir.path().join("million.txt"), line.repeat(1_000_000)).unwrap();
+    dir
+}
+
+fn million(dir: &Path) -> String {
+    format!("file://{}", std::fs::canonicalize(dir).unwrap().join("million.txt").display())
+}
+
+async fn http_client(server: &HttpServer, account: Option<&str>) -> Client {
+    let mut options = ClientOptions::default();
+    if let Some(account) = account {
+        options.headers.push(("X-Account".into(), account.into()));
+    }
+    Client::connect_http(server.url(), options).await.unwrap()
+}
+
+async fn start(client: &Client, uri: &str) -> ToolCall {
+    client.start_tool("iban_check_batch", json!({"uri": uri})).await.unwrap()
+}
+
+fn task_id(call: &ToolCall) -> String {
+    match call {
+        ToolCall::Task(task) => task.id.clone(),
+        ToolCall::Done(result) => panic!("expected a task, got {result:?}"),
+    }
+}
+
+fn text(call: &ToolCall) -> String {
+    match call {
+        ToolCall::Done(result) => mcp::testing::assert_tool_error(result, ""),
+        ToolCall::Task(task) => panic!("expected an answer, got task {}", task.id),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sixth_job_of_an_account_is_refused_while_another_account_gets_a_slot() {
+    let dir = batch_dir();
+    let input = dir.path().to_str().unwrap();
+    let server = HttpServer::start(
+        PAYPEDIA,
+        &["--input-dir", input, "--account-header", "X-Account", "--max-jobs-per-account", "5"],
+    )
+    .unwrap();
+    let (alice, bob) = (http_client(&server, Some("alice")).await, http_client(&server, Some("bob")).await);
+    let uri = million(dir.path());
+    let mut tasks = Vec::new();
+    for _ in 0..5 {
+        tasks.push(task_id(&start(&alice, &uri).await));
+    }
+    let refused = text(&start(&alice, &uri).await);
+    assert!(
+        refused.starts_with("5 jobs running for this account (the limit is 5): retry in about "),
+        "the sixth: {refused}"
+    );
+    let other = task_id(&start(&bob, &uri).await);
+    for id in &tasks {
+        alice.cancel_task(id).await.unwrap();
+    }
+    bob.cancel_task(&other).await.unwrap();
+    assert!(bob.get_task(&tasks[0]).await.is_err(), "another account's task is unknown to bob");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_batch_stops_its_work_at_once_and_frees_its_slot() {
+    let dir = batch_dir();
+    let server =
+        HttpServer::start(PAYPEDIA, &["--input-dir", dir.path().to_str().unwrap(), "--max-jobs-per-account", "1"])
+            .unwrap();
+    let client = http_client(&server, None).await;
+    let uri = million(dir.path());
+    let id = task_id(&start(&client, &uri).await);
+    assert!(text(&start(&client, &uri).await).contains("1 job running"), "at the cap");
+    client.cancel_task(&id).await.unwrap();
+    let cancelled = Instant::now();
+    while !server.stderr().contains("iban_check_batch: stopped after") {
+        assert!(cancelled.elapsed() < Duration::from_secs(5), "the worker never stopped: {}", server.stderr());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let stopped = cancelled.elapsed();
+    assert!(stopped < Duration::from_millis(100), "the worker ended {stopped:?} after the cancel");
+    assert_eq!(client.get_task(&id).await.unwrap().status, TaskStatus::Cancelled);
+    let next = task_id(&start(&client, &uri).await); // the slot is free again
+    client.cancel_task(&next).await.unwrap();
+}
+
+fn sqlite_server(dir: &Path, db: &Path) -> HttpServer {
+    let store = format!("sqlite:{}", db.display());
+    HttpServer::start(PAYPEDIA, &["--input-dir", dir.to_str().unwrap(), "--task-store", &store]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sqlite_results_survive_a_restart_and_a_kill_reads_as_failed() {
+    let dir = batch_dir();
+    let db: PathBuf = dir.path().join("tasks.db");
+    let uri = million(dir.path());
+    let server = sqlite_server(dir.path(), &db);
+    let client = http_client(&server, None).await;
+    let done = task_id(&start(&client, &uri).await);
+    let result = client.wait_task(&done, |_| {}).await.unwrap();
+    assert!(mcp::testing::assert_tool_ok(&result).contains("1000000 IBANs checked: 1000000 valid"));
+    let cut = task_id(&start(&client, &uri).await);
+    drop(client);
+    drop(server); // SIGKILL while the second batch runs
+    let server = sqlite_server(dir.path(), &db);
+    let client = http_client(&server, None).await;
+    let finished = client.get_task(&done).await.unwrap();
+    assert_eq!(finished.status, TaskStatus::Completed);
+    let summary = &finished.result.expect("the stored result")["structuredContent"];
+    assert_eq!((summary["total"].clone(), summary["valid"].clone()), (json!(1_000_000), json!(1_000_000)));
+    let failed = client.get_task(&cut).await.unwrap();
+    assert_eq!(failed.status, TaskStatus::Failed, "{failed:?}");
+    let reason = failed.error.expect("a reason").message;
+    assert!(reason.contains("stopped while this task was running"), "{reason}");
+}
+
+/// Polls `iban_check_batch_status` until the job is done; returns its last answer.
+fn follow_job(server: &mut LinePeer, job: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status =
+            server.request("tools/call", json!({"name": "iban_check_batch_status", "arguments": {"job_id": job}}));
+        let text = status["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        if !text.contains("is working") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the job never finished: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_client_that_knows_nothing_of_tasks_completes_the_batch_through_the_status_tool() {
+    let dir = batch_dir();
+    let mut server = LinePeer::spawn(PAYPEDIA, &["--input-dir", dir.path().to_str().unwrap()]);
+    server.timeout = Duration::from_secs(20);
+    server.initialize("2025-06-18");
+    let tools = server.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["iban_check_batch", "iban_check_batch_status", "iban_check_batch_cancel", "iban_check_batch_list"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let asked = Instant::now();
+    let started =
+        server.request("tools/call", json!({"name": "iban_check_batch", "arguments": {"uri": million(dir.path())}}));
+    assert!(asked.elapsed() < Duration::from_secs(1), "the first answer took {:?}", asked.elapsed());
+    let text = started["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("Started job "), "{text}");
+    let job = text.split_whitespace().nth(2).unwrap().to_owned();
+    let done = follow_job(&mut server, &job);
+    let summary = &done["result"]["structuredContent"];
+    assert_eq!(summary["total"], 1_000_000, "{done}");
+    assert!(done["result"]["content"][1]["text"].as_str().unwrap().contains("1000000 IBANs checked"), "{done}");
+    let report = summary["report"]["uri"].as_str().unwrap().to_owned();
+    let part = server.request("resources/read", json!({"uri": format!("{report}/part/10")}));
+    let csv = part["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(csv.starts_with("input,verdict,error,bank,bic\n"), "{}", &csv[..80]);
+    assert_eq!(csv.lines().count(), 100_001, "a part holds 100,000 rows and the header");
+    let whole = server.request("resources/read", json!({"uri": report}));
+    assert!(whole["error"]["message"].as_str().unwrap().contains("read it in parts"), "{whole}");
+    server.finish();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_2025_11_25_form_over_stdio() {
+    let dir = batch_dir();
+    let command = StdioCommand::new(PAYPEDIA).args(["--input-dir", dir.path().to_str().unwrap()]);
+    let options = ClientOptions { legacy_only: true, ..ClientOptions::default() };
+    let client = Client::connect_stdio(command, options).await.unwrap();
+    assert_eq!(client.description().protocol_version, "2025-11-25");
+    let started = start(&client, &million(dir.path())).await;
+    let id = task_id(&started);
+    let mut seen = Vec::new();
+    let result = client.wait_task(&id, |t| seen.push(t.status)).await.unwrap();
+    assert!(mcp::testing::assert_tool_ok(&result).contains("1000000 IBANs checked"));
+    assert!(seen.contains(&TaskStatus::Working), "{seen:?}");
+    let listed = client.list_tasks().await.unwrap();
+    assert!(listed.iter().any(|t| t.id == id && t.status == TaskStatus::Completed), "{listed:?}");
+    let small = client.start_tool("iban_check_batch", json!({"input": "DE89 3704 0044 0532 0130 00"})).await.unwrap();
+    let small = client.wait_task(&task_id(&small), |_| {}).await.unwrap();
+    assert!(mcp::testing::assert_tool_ok(&small).contains("1 IBANs checked: 1 valid"));
+}
