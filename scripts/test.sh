@@ -19,7 +19,7 @@ need_packages() {
     local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
-need_packages tmux
+need_packages tmux tinyproxy curl
 
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked

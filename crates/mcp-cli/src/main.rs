@@ -54,6 +54,10 @@ struct Cli {
     /// are offered at all.
     #[arg(long = "root", global = true, value_name = "PATH")]
     roots: Vec<PathBuf>,
+    /// A CA certificate (PEM) to trust for https besides the system's (repeatable; SSL_CERT_FILE
+    /// replaces the system's).
+    #[arg(long = "cacert", global = true, value_name = "FILE")]
+    cacerts: Vec<PathBuf>,
     /// An HTTP header, "Name: value" (repeatable).
     #[arg(long = "header", global = true)]
     headers: Vec<String>,
@@ -293,6 +297,7 @@ fn options(cli: &Cli) -> Result<ClientOptions, Failure> {
         timeout: Duration::from_secs(cli.timeout.max(1)),
         tracer,
         legacy_only: cli.legacy,
+        ca_files: cli.cacerts.clone(),
         ..ClientOptions::default()
     })
 }

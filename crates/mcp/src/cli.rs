@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// The most live legacy sessions; when full, the least recently active idle one makes room
     #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
+    /// Serve HTTPS with this certificate chain (PEM; reloaded when it changes). Needs --tls-key
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Tasks (and jobs) one account may run at once; past it a call is told when to retry
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
     pub max_jobs_per_account: u64,
@@ -94,6 +100,8 @@ impl Default for ServeArgs {
             task_store: None,
             task_ttl: 3600,
             account_header: None,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 }
@@ -109,6 +117,7 @@ impl ServeArgs {
             session_idle: Duration::from_secs(self.session_idle),
             max_sessions: self.max_sessions as usize,
             account_header: self.account_header.clone(),
+            tls: self.tls_cert.clone().zip(self.tls_key.clone()),
             ..HttpConfig::default()
         }
     }

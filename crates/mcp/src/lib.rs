@@ -17,6 +17,7 @@ pub mod error;
 pub mod server;
 pub mod tasks;
 pub mod testing;
+pub mod tls;
 pub mod transport;
 
 pub use error::{Error, ToolError};

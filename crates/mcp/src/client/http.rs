@@ -10,12 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{header, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use mcp_types::RequestId;
 use serde_json::{json, Value};
 
+use super::connect::Connector;
 use super::core::{Core, Sender, SESSION_EXPIRED, TRANSPORT_FAILED};
 use super::sse::{Parser, Resumption};
 use crate::error::Error;
@@ -24,7 +24,7 @@ use crate::server::BoxFuture;
 /// The largest JSON response body read; a larger one is a transport failure, not a memory hog.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
-type Hyper = HyperClient<HttpConnector, Full<Bytes>>;
+type Hyper = HyperClient<Connector, Full<Bytes>>;
 
 #[derive(Default)]
 struct State {
@@ -37,6 +37,7 @@ struct State {
 
 struct HttpSender {
     client: Hyper,
+    connector: Connector,
     url: Uri,
     headers: Vec<(String, String)>,
     state: Mutex<State>,
@@ -47,14 +48,14 @@ struct HttpSender {
 /// Wires an HTTP endpoint to `core`.
 pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
     let url: Uri = url.parse().map_err(|e| Error::protocol(format!("invalid URL {url:?}: {e}")))?;
-    if url.scheme_str() != Some("http") {
-        return Err(Error::protocol(
-            "only http:// URLs are supported (put a TLS-terminating proxy in front for https)",
-        ));
+    if !matches!(url.scheme_str(), Some("http" | "https")) {
+        return Err(Error::protocol(format!("{url} is not an http:// or https:// URL")));
     }
-    let client = HyperClient::builder(TokioExecutor::new()).build_http();
+    let connector = Connector::new(&core.options.ca_files).map_err(Error::from)?;
+    let client = HyperClient::builder(TokioExecutor::new()).build(connector.clone());
     let sender = Arc::new(HttpSender {
         client,
+        connector,
         url,
         headers: core.options.headers.clone(),
         state: Mutex::new(State::default()),
@@ -64,6 +65,20 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
     core.set_sender(Arc::new(sender));
     Ok(())
+}
+
+/// Why a request failed, in the words of its deepest cause (a refused connection, a certificate
+/// problem explained), not hyper's "client error (Connect)".
+pub(crate) fn why(e: &hyper_util::client::legacy::Error) -> String {
+    let mut deepest: Option<String> = None;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            deepest = Some(io.to_string());
+        }
+        source = cause.source();
+    }
+    deepest.unwrap_or_else(|| e.to_string())
 }
 
 /// A header value as the spec wants it: plain visible ASCII, else `=?base64?...?=`.
@@ -111,6 +126,9 @@ impl HttpSender {
         }
         for (k, v) in &self.headers {
             b = b.header(k.as_str(), v.as_str());
+        }
+        if let Some(auth) = self.connector.proxy_authorization(uri) {
+            b = b.header(header::PROXY_AUTHORIZATION, auth);
         }
         for (k, v) in extra {
             b = b.header(k.as_ref(), v.as_str());
@@ -176,7 +194,7 @@ impl HttpSender {
             // 2024-11-05: the answer comes on the event stream.
             let request = self.build::<&str>(Method::POST, &endpoint, Some(&message), &[]);
             if let Err(e) = self.client.request(request).await {
-                self.fail(&id, TRANSPORT_FAILED, format!("POST failed: {e}"));
+                self.fail(&id, TRANSPORT_FAILED, format!("POST failed: {}", why(&e)));
             }
             return;
         }
@@ -184,7 +202,7 @@ impl HttpSender {
         let request = self.build(Method::POST, &self.url, Some(&message), &headers);
         let response = match self.client.request(request).await {
             Ok(r) => r,
-            Err(e) => return self.fail(&id, TRANSPORT_FAILED, format!("cannot reach {}: {e}", self.url)),
+            Err(e) => return self.fail(&id, TRANSPORT_FAILED, format!("cannot reach {}: {}", self.url, why(&e))),
         };
         let status = response.status();
         if message["method"] == "initialize" {
@@ -313,7 +331,7 @@ impl HttpSender {
                     format!("HTTP {} on POST and GET: not an MCP endpoint", r.status()),
                 )
             }
-            Err(e) => return self.fail(&id, TRANSPORT_FAILED, e.to_string()),
+            Err(e) => return self.fail(&id, TRANSPORT_FAILED, why(&e)),
         };
         let (tx, rx) = tokio::sync::oneshot::channel::<Uri>();
         let me = self.clone();
@@ -327,7 +345,8 @@ impl HttpSender {
                     if event.event.as_deref() == Some("endpoint") {
                         let endpoint: Option<Uri> = if event.data.starts_with('/') {
                             let authority = me.url.authority().map(|a| a.as_str()).unwrap_or("");
-                            format!("http://{authority}{}", event.data).parse().ok()
+                            let scheme = me.url.scheme_str().unwrap_or("http");
+                            format!("{scheme}://{authority}{}", event.data).parse().ok()
                         } else {
                             event.data.parse().ok()
                         };
@@ -375,7 +394,7 @@ impl Sender for Arc<HttpSender> {
                         .request(request)
                         .await
                         .map(|_| ())
-                        .map_err(|e| Error::protocol(format!("POST failed: {e}")))
+                        .map_err(|e| Error::protocol(format!("POST failed: {}", why(&e))))
                 }
             }
         })

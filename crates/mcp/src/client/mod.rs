@@ -15,6 +15,7 @@
 //! Handlers answer what servers ask of clients (elicitation, sampling, roots), as requests on a
 //! legacy connection and as `input_required` retries on a modern one.
 
+mod connect;
 mod core;
 mod headers;
 mod http;
@@ -85,6 +86,8 @@ pub struct ClientOptions {
     /// Declare the tasks extension on 2026-07-28 requests (default on): a tool call may then
     /// become a task, which [`Client::call_tool`] follows to its end.
     pub tasks: bool,
+    /// CA certificates (PEM files) to trust for `https` besides the system's.
+    pub ca_files: Vec<std::path::PathBuf>,
 }
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
@@ -115,6 +118,7 @@ impl Default for ClientOptions {
             legacy_only: false,
             known_era: None,
             tasks: true,
+            ca_files: Vec::new(),
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct HttpConfig {
     pub sse_retry_ms: u64,
     /// The request header naming the account tasks count against (see [`crate::tasks::Account`]).
     pub account_header: Option<String>,
+    /// Serve HTTPS with this certificate chain and key (PEM files, reloaded when they change).
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl Default for HttpConfig {
@@ -78,6 +80,7 @@ impl Default for HttpConfig {
             json_only: false,
             sse_retry_ms: 1000,
             account_header: None,
+            tls: None,
         }
     }
 }
@@ -223,16 +226,34 @@ pub async fn serve(router: Router, addr: &str) -> std::io::Result<()> {
 /// [`serve`] with settings; Host and Origin are checked when `addr` is a loopback address.
 pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -> std::io::Result<()> {
     crate::engine::memory::tune_for_large_messages();
+    let tls = match &config.tls {
+        Some((cert, key)) => {
+            let cert = crate::tls::ReloadingCert::new(cert.clone(), key.clone())?;
+            cert.watch(Duration::from_secs(5));
+            Some(tokio_rustls::TlsAcceptor::from(cert.server_config()?))
+        }
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
-    tracing::info!("serving MCP on http://{local}/mcp");
-    eprintln!("serving MCP on http://{local}/mcp");
-    serve_listener(listener, McpService::new(router, config)).await
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!("serving MCP on {scheme}://{local}/mcp");
+    eprintln!("serving MCP on {scheme}://{local}/mcp");
+    serve_tls_listener(listener, McpService::new(router, config), tls).await
 }
 
 /// Serves `service` on an already bound listener.
 pub async fn serve_listener(listener: tokio::net::TcpListener, service: McpService) -> std::io::Result<()> {
+    serve_tls_listener(listener, service, None).await
+}
+
+/// Serves `service` on a bound listener, over TLS when an acceptor is given.
+pub async fn serve_tls_listener(
+    listener: tokio::net::TcpListener,
+    service: McpService,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> std::io::Result<()> {
     loop {
         let (stream, _peer): (tokio::net::TcpStream, SocketAddr) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -244,17 +265,35 @@ pub async fn serve_listener(listener: tokio::net::TcpListener, service: McpServi
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let hyper_service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                let service = service.clone();
-                async move { Ok::<_, Infallible>(service.handle(request).await) }
-            });
-            if let Err(e) =
-                hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(io, hyper_service).await
-            {
-                tracing::debug!("connection ended: {e}");
+            match tls {
+                None => serve_connection(hyper_util::rt::TokioIo::new(stream), service).await,
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
+                    match handshake {
+                        Ok(Ok(tls)) => serve_connection(hyper_util::rt::TokioIo::new(tls), service).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
             }
         });
+    }
+}
+
+/// Serves HTTP/1.1 on one accepted connection.
+async fn serve_connection<I>(io: I, service: McpService)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let hyper_service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(service.handle(request).await) }
+    });
+    if let Err(e) =
+        hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(io, hyper_service).await
+    {
+        tracing::debug!("connection ended: {e}");
     }
 }

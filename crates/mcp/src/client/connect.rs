@@ -1,0 +1,161 @@
+//! How the HTTP client reaches a server: directly, or through the proxy that `HTTPS_PROXY`,
+//! `HTTP_PROXY` and `NO_PROXY` name (an `https` URL tunnels with CONNECT, an `http` one is
+//! forwarded), with TLS for `https` URLs.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Uri;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::proxy::matcher::Matcher;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+/// Opens connections for the HTTP client.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    tls: Arc<rustls::ClientConfig>,
+    proxies: Arc<Matcher>,
+}
+
+impl Connector {
+    /// A connector trusting the system's roots and `extra_roots`, with the environment's proxies.
+    pub fn new(extra_roots: &[std::path::PathBuf]) -> io::Result<Connector> {
+        Ok(Connector { tls: crate::tls::client_config(extra_roots)?, proxies: Arc::new(Matcher::from_env()) })
+    }
+
+    /// The `Proxy-Authorization` an `http` request to `uri` needs, if it goes through a proxy
+    /// with credentials (`https` requests carry them in the CONNECT instead).
+    pub fn proxy_authorization(&self, uri: &Uri) -> Option<http::HeaderValue> {
+        if uri.scheme_str() != Some("http") {
+            return None;
+        }
+        self.proxies.intercept(uri).and_then(|i| i.basic_auth().cloned())
+    }
+}
+
+/// A connection, plain or TLS.
+pub(crate) enum Conn {
+    Plain { io: TokioIo<TcpStream>, proxied: bool },
+    Tls(TokioIo<TlsStream<TcpStream>>),
+}
+
+impl Connection for Conn {
+    fn connected(&self) -> Connected {
+        match self {
+            Conn::Plain { proxied, .. } => Connected::new().proxy(*proxied),
+            Conn::Tls(_) => Connected::new(),
+        }
+    }
+}
+
+impl hyper::rt::Read for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain { io, .. } => Pin::new(io).poll_read(cx, buf),
+            Conn::Tls(io) => Pin::new(io).poll_read(cx, buf),
+        }
+    }
+}
+
+impl hyper::rt::Write for Conn {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Plain { io, .. } => Pin::new(io).poll_write(cx, buf),
+            Conn::Tls(io) => Pin::new(io).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain { io, .. } => Pin::new(io).poll_flush(cx),
+            Conn::Tls(io) => Pin::new(io).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Conn::Plain { io, .. } => Pin::new(io).poll_shutdown(cx),
+            Conn::Tls(io) => Pin::new(io).poll_shutdown(cx),
+        }
+    }
+}
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Conn;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Conn>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let me = self.clone();
+        Box::pin(async move { me.connect(uri).await })
+    }
+}
+
+fn tcp_connector() -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http
+}
+
+async fn tcp(uri: Uri) -> io::Result<TcpStream> {
+    let mut http = tcp_connector();
+    let io = tower_service::Service::call(&mut http, uri.clone())
+        .await
+        .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, format!("cannot connect to {uri}: {e}")))?;
+    Ok(io.into_inner())
+}
+
+impl Connector {
+    async fn connect(&self, uri: Uri) -> io::Result<Conn> {
+        let https = uri.scheme_str() == Some("https");
+        let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
+        let proxy = self.proxies.intercept(&uri);
+        let stream = match (&proxy, https) {
+            (None, _) => tcp(uri.clone()).await?,
+            (Some(proxy), false) => {
+                return Ok(Conn::Plain { io: TokioIo::new(tcp(proxy.uri().clone()).await?), proxied: true })
+            }
+            (Some(proxy), true) => self.tunnel(proxy, &uri).await?,
+        };
+        if !https {
+            return Ok(Conn::Plain { io: TokioIo::new(stream), proxied: false });
+        }
+        let name = ServerName::try_from(host.clone())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{host:?} is not a valid server name")))?;
+        let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await.map_err(|e| {
+            match crate::tls::explain(&e, &host) {
+                Some(words) => io::Error::new(io::ErrorKind::InvalidData, words),
+                None => io::Error::new(e.kind(), format!("TLS with {host} failed: {e}")),
+            }
+        })?;
+        Ok(Conn::Tls(TokioIo::new(tls)))
+    }
+
+    /// A CONNECT tunnel through `proxy` to `uri`'s host.
+    async fn tunnel(&self, proxy: &hyper_util::client::proxy::matcher::Intercept, uri: &Uri) -> io::Result<TcpStream> {
+        use hyper_util::client::legacy::connect::proxy::Tunnel;
+        let mut tunnel = Tunnel::new(proxy.uri().clone(), tcp_connector());
+        if let Some(auth) = proxy.basic_auth() {
+            tunnel = tunnel.with_auth(auth.clone());
+        }
+        let io = tower_service::Service::call(&mut tunnel, uri.clone())
+            .await
+            .map_err(|e| io::Error::other(format!("the proxy {} refused a tunnel to {uri}: {e}", proxy.uri())))?;
+        Ok(io.into_inner())
+    }
+}
