@@ -42,7 +42,7 @@ impl Connector {
 /// A connection, plain or TLS.
 pub(crate) enum Conn {
     Plain { io: TokioIo<TcpStream>, proxied: bool },
-    Tls(TokioIo<TlsStream<TcpStream>>),
+    Tls(Box<TokioIo<TlsStream<TcpStream>>>),
 }
 
 impl Connection for Conn {
@@ -62,7 +62,7 @@ impl hyper::rt::Read for Conn {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_read(cx, buf),
-            Conn::Tls(io) => Pin::new(io).poll_read(cx, buf),
+            Conn::Tls(io) => Pin::new(io.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -71,21 +71,21 @@ impl hyper::rt::Write for Conn {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_write(cx, buf),
-            Conn::Tls(io) => Pin::new(io).poll_write(cx, buf),
+            Conn::Tls(io) => Pin::new(io.as_mut()).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_flush(cx),
-            Conn::Tls(io) => Pin::new(io).poll_flush(cx),
+            Conn::Tls(io) => Pin::new(io.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_shutdown(cx),
-            Conn::Tls(io) => Pin::new(io).poll_shutdown(cx),
+            Conn::Tls(io) => Pin::new(io.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -143,7 +143,7 @@ impl Connector {
                 None => io::Error::new(e.kind(), format!("TLS with {host} failed: {e}")),
             }
         })?;
-        Ok(Conn::Tls(TokioIo::new(tls)))
+        Ok(Conn::Tls(Box::new(TokioIo::new(tls))))
     }
 
     /// A CONNECT tunnel through `proxy` to `uri`'s host.
