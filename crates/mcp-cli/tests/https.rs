@@ -116,9 +116,10 @@ fn tinyproxy(dir: &Path) -> Proxy {
         .stderr(Stdio::null())
         .spawn()
         .expect("tinyproxy (Debian package tinyproxy)");
+    let proxy = Proxy { child, port, log }; // killed and reaped when dropped
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Proxy { child, port, log };
+            return proxy;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
