@@ -9,11 +9,14 @@
 //! it. Handlers that must not stop half-way should finish their critical section without awaiting
 //! or spawn it.
 
+pub mod auth;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod error;
+pub mod fetch;
+pub mod middleware;
 pub mod server;
 pub mod tasks;
 pub mod testing;

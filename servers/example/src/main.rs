@@ -1,6 +1,6 @@
 //! `mcp-example`: the smallest useful MCP server, for trying hosts and clients against.
 //!
-//! Tools `echo {text}` and `sum {a, b}`, a static resource, a resource template and a prompt.
+//! Tools `echo {text}`, `sum {a, b}`, `now` and `wait {ms}`, a static resource, a resource template and a prompt.
 //! Serves stdio by default, Streamable HTTP with `--http ADDR`.
 
 use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolError};
@@ -24,6 +24,14 @@ struct Sum {
     a: f64,
     /// The second number.
     b: f64,
+}
+
+/// Arguments of `wait`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Wait {
+    /// How long to wait, in milliseconds (at most 60,000).
+    ms: u64,
 }
 
 /// Arguments of the `greet` prompt.
@@ -51,6 +59,18 @@ async fn sum(args: Sum, _cx: RequestContext) -> Result<String, ToolError> {
     Ok(format!("{} + {} = {}", args.a, args.b, total))
 }
 
+async fn wait(args: Wait, cx: RequestContext) -> Result<String, ToolError> {
+    if args.ms > 60_000 {
+        return Err(ToolError::new(format!("{} ms is too long: wait at most 60000 ms", args.ms)));
+    }
+    let steps = (args.ms / 100).max(1);
+    for step in 0..steps {
+        cx.progress(step as f64, Some(steps as f64), None).await;
+        tokio::time::sleep(std::time::Duration::from_millis(args.ms / steps)).await;
+    }
+    Ok(format!("waited {} ms", args.ms))
+}
+
 async fn about(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
     Ok("mcp-example: a demonstration server of the mcp-rs project.\n\
         Tools: echo (returns its text), sum (adds two numbers)."
@@ -73,11 +93,12 @@ async fn now(_args: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
 fn router() -> Router {
     Router::new()
         .info("mcp-example", env!("CARGO_PKG_VERSION"))
-        .description("the smallest useful MCP server (echo, sum, now, a resource, a template, a prompt), for trying hosts and clients against.")
+        .description("the smallest useful MCP server (echo, sum, now, wait, a resource, a template, a prompt), for trying hosts and clients against.")
         .instructions("A demonstration server: echo text back, add two numbers.")
         .tool("echo", "Returns the text it is given, unchanged. Call this to test the connection.", echo)
         .tool("sum", "Adds two numbers and returns \"a + b = c\". Call this for any addition.", sum)
         .tool("now", "Returns the server's current time as seconds since the Unix epoch.", now)
+        .tool("wait", "Waits the given number of milliseconds, reporting progress, then says so. For trying timeouts and cancellation.", wait)
         .resource("example://about", "about", about)
         .resource_template("example://greeting/{name}", "greeting", greeting)
         .prompt("greet", "Asks the model for a short greeting of someone.", greet)

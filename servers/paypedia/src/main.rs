@@ -39,6 +39,12 @@ const BIC_LOOKUP: &str = "Explains a BIC (SWIFT code): its institution, country,
 which banks in the registry use it, with their national bank codes. Call this to check that a BIC given for a \
 payment belongs to the bank the IBAN points to, or to find a bank from its BIC.";
 
+/// The OAuth scope of the lookups (`iban_check`, `bank_resolve`, `bic_lookup`, the country
+/// resources, the prompt), when the server runs with `--auth-issuer`.
+const READ: &[&str] = &["paypedia:read"];
+/// The scope of `iban_check_batch` and its reports (a batch costs far more than a lookup).
+const BATCH: &[&str] = &["paypedia:batch"];
+
 async fn iban_check(args: IbanCheckArgs, _cx: RequestContext) -> Result<Structured<IbanCheckOutput>, ToolError> {
     tools::iban_check(Data::current(), &args.input)
 }
@@ -58,17 +64,28 @@ fn router() -> Router {
             "paypedia checks IBANs (iban_check) and resolves national bank codes (bank_resolve) and BICs \
              (bic_lookup) on a registry of real bank data. Read paypedia://countries for IBAN formats.",
         )
-        .tool_def(ToolDef::new("iban_check").title("Check IBANs").description(IBAN_CHECK).read_only(), iban_check)
         .tool_def(
-            ToolDef::new("bank_resolve").title("Resolve a bank code").description(BANK_RESOLVE).read_only(),
+            ToolDef::new("iban_check").title("Check IBANs").description(IBAN_CHECK).read_only().scopes(READ),
+            iban_check,
+        )
+        .tool_def(
+            ToolDef::new("bank_resolve")
+                .title("Resolve a bank code")
+                .description(BANK_RESOLVE)
+                .read_only()
+                .scopes(READ),
             bank_resolve,
         )
-        .tool_def(ToolDef::new("bic_lookup").title("Look up a BIC").description(BIC_LOOKUP).read_only(), bic_lookup)
+        .tool_def(
+            ToolDef::new("bic_lookup").title("Look up a BIC").description(BIC_LOOKUP).read_only().scopes(READ),
+            bic_lookup,
+        )
         .tool_def(
             ToolDef::new("iban_check_batch")
                 .title("Check a batch of IBANs")
                 .description(IBAN_CHECK_BATCH)
                 .read_only()
+                .scopes(BATCH)
                 .task_support(TaskSupport::Optional),
             batch::iban_check_batch,
         )
@@ -141,6 +158,11 @@ fn router() -> Router {
             },
             tools::check_payment_prompt,
         )
+        .resource_scopes("paypedia://countries", READ)
+        .template_scopes("paypedia://countries/{cc}", READ)
+        .template_scopes("paypedia://reports/{id}", BATCH)
+        .template_scopes("paypedia://reports/{id}/part/{n}", BATCH)
+        .prompt_scopes("check_payment_details", READ)
 }
 
 /// paypedia: an MCP server for payment data. It checks IBANs (layout, ISO 13616 and national check

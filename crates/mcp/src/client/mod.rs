@@ -15,10 +15,10 @@
 //! Handlers answer what servers ask of clients (elicitation, sampling, roots), as requests on a
 //! legacy connection and as `input_required` retries on a modern one.
 
-mod connect;
+pub(crate) mod connect;
 mod core;
 mod headers;
-mod http;
+pub(crate) mod http;
 pub mod sse;
 mod stdio;
 pub mod tasks;

@@ -44,6 +44,9 @@ pub struct ServeOptions {
     pub outbox_capacity: usize,
     /// How long requests still running at end of input may take to finish (default 10 s).
     pub shutdown_grace: Duration,
+    /// Who is at the other end, when a transport authenticated it (the 2024-11-05 HTTP
+    /// transport behind a resource server): every request carries it.
+    pub caller: Option<crate::auth::Identity>,
 }
 
 impl Default for ServeOptions {
@@ -53,6 +56,7 @@ impl Default for ServeOptions {
             max_in_flight: 256,
             outbox_capacity: 1024,
             shutdown_grace: Duration::from_secs(10),
+            caller: None,
         }
     }
 }
@@ -72,6 +76,7 @@ where
         inflight: InFlight::default(),
         tasks: JoinSet::new(),
         forwarder: None,
+        caller: options.caller.clone(),
     };
     let mut lines = LineReader::new(reader, options.max_line);
     let result = conn.read_loop(&mut lines, options.max_in_flight).await;
@@ -88,6 +93,7 @@ struct Connection {
     inflight: InFlight,
     tasks: JoinSet<Ticket>,
     forwarder: Option<JoinHandle<()>>,
+    caller: Option<crate::auth::Identity>,
 }
 
 impl Connection {
@@ -282,12 +288,16 @@ impl Connection {
     /// Runs an admitted request in its own task.
     fn run(&mut self, request: Admission, raw: RawParams) {
         let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
+        if let Some(caller) = &self.caller {
+            cx.insert_extension(crate::tasks::Account(caller.account()));
+            cx.insert_extension(caller.clone());
+        }
         let router = self.router.clone();
         let outbox = self.outbox.clone();
         let ticket = self.inflight.insert(id.clone(), token.clone());
         self.tasks.spawn(async move {
             let outcome = tokio::select! {
-                outcome = router.handle_guarded(&method, raw, &cx, modern) => Some(outcome),
+                outcome = router.serve_request(&method, raw, &cx, modern) => Some(outcome),
                 _ = token.cancelled() => None,
             };
             if let Some(result) = outcome {

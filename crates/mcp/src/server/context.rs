@@ -286,7 +286,12 @@ impl RequestContext {
         self.inner.extensions.lock().unwrap().get::<T>().cloned()
     }
 
-    #[allow(dead_code)] // used by the HTTP transport
+    /// The authenticated caller: the subject, client, scopes and claims of its access token
+    /// (HTTP behind a [`ResourceServer`](crate::auth::ResourceServer); `None` on stdio).
+    pub fn caller(&self) -> Option<crate::auth::Identity> {
+        self.extension::<crate::auth::Identity>()
+    }
+
     pub(crate) fn insert_extension<T: Clone + Send + Sync + 'static>(&self, value: T) {
         self.inner.extensions.lock().unwrap().insert(value);
     }

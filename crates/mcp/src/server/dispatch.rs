@@ -219,11 +219,13 @@ impl Router {
         let follows_tasks =
             (modern && caps.has_extension(mcp_types::tasks::EXTENSION_ID)) || (legacy_tasks && caps.tasks.is_some());
         let jobs_answer = !follows_tasks && self.task_settings().job_tools;
+        let only_permitted = cx.caller().is_some() && self.scope_rules().filter_tools;
         let registry = self.inner.registry.read().unwrap();
         let shown: Vec<std::borrow::Cow<'_, mcp_types::tools::Tool>> = registry
             .tools
             .iter()
             .filter(|t| t.job.is_none() || !follows_tasks)
+            .filter(|t| !only_permitted || self.may_call_tool(cx, &t.name))
             .map(|t| {
                 let def = t.def();
                 let strip_execution = def.execution.is_some() && !legacy_tasks;

@@ -16,6 +16,7 @@
 //! let router = Router::new().info("example", "1.0.0").tool("echo", "Returns the text it is given.", echo);
 //! ```
 
+mod access;
 pub(crate) mod bounded;
 mod completion;
 mod context;
@@ -77,6 +78,10 @@ pub(crate) struct Inner {
     pub task_manager: OnceLock<Arc<TaskManager>>,
     /// Task settings given after the router was shared (see [`Router::set_task_settings`]).
     pub task_settings: OnceLock<TaskConfig>,
+    /// Who may call what.
+    pub scopes: RwLock<crate::auth::scopes::ScopeRules>,
+    /// The middleware layers, outermost first.
+    pub middleware: RwLock<Arc<[Arc<dyn crate::middleware::Middleware>]>>,
 }
 
 /// Settings fixed before serving.
@@ -135,6 +140,8 @@ impl Router {
                 task_store: OnceLock::new(),
                 task_manager: OnceLock::new(),
                 task_settings: OnceLock::new(),
+                scopes: RwLock::new(Default::default()),
+                middleware: RwLock::new(Arc::new([])),
             }),
         }
     }
@@ -268,11 +275,15 @@ impl Router {
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
+        let scopes = def.scopes.clone();
         let entry = tool::entry(def, handler);
         let jobs = entry.support.map(|_| crate::tasks::jobs::definitions(&entry.name, self.task_settings()));
+        let entry_name = entry.name.clone();
         let mut registry = self.inner.registry.write().unwrap();
         let replaced = registry.tools.insert(entry.name.clone(), entry);
+        self.set_tool_scopes(&entry_name, scopes.clone());
         for (def, job) in jobs.into_iter().flatten() {
+            self.set_tool_scopes(&def.tool.name, scopes.clone());
             let mut generated = match job.action {
                 crate::tasks::jobs::JobAction::List => tool::entry(def, job_placeholder),
                 _ => tool::entry(def, job_id_placeholder),

@@ -187,6 +187,7 @@ where
 pub struct ToolDef {
     pub(crate) tool: Tool,
     pub(crate) support: Option<TaskSupport>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ToolDef {
@@ -205,7 +206,16 @@ impl ToolDef {
                 meta: None,
             },
             support: None,
+            scopes: Vec::new(),
         }
+    }
+
+    /// The OAuth scopes a caller's token needs to call the tool (besides the server's minimum).
+    /// Checked before the handler runs; over HTTP a token without them gets `403` and a challenge
+    /// naming them.
+    pub fn scopes(mut self, scopes: &[&str]) -> Self {
+        self.scopes = scopes.iter().map(|s| s.to_string()).collect();
+        self
     }
 
     /// Declares that the tool may run long: it runs as a task, or a job, whenever it takes longer

@@ -10,21 +10,21 @@ use tokio::net::TcpStream;
 
 use crate::support::{modern, router};
 
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
     /// The JSON payloads of an SSE body's `data:` lines.
-    fn events(&self) -> Vec<Value> {
+    pub fn events(&self) -> Vec<Value> {
         self.body
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
@@ -54,7 +54,14 @@ fn dechunk(mut body: &str) -> String {
 }
 
 /// One request on a fresh connection, read to the end (a streaming body is read for `wait`).
-async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str, wait: Duration) -> Reply {
+pub(crate) async fn send(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    wait: Duration,
+) -> Reply {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let mut request =
         format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -77,9 +84,9 @@ async fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], bo
     Reply { status, headers, body }
 }
 
-const JSON_SSE: (&str, &str) = ("Accept", "application/json, text/event-stream");
-const CT: (&str, &str) = ("Content-Type", "application/json");
-const QUICK: Duration = Duration::from_secs(5);
+pub(crate) const JSON_SSE: (&str, &str) = ("Accept", "application/json, text/event-stream");
+pub(crate) const CT: (&str, &str) = ("Content-Type", "application/json");
+pub(crate) const QUICK: Duration = Duration::from_secs(5);
 
 async fn post(addr: &str, headers: &[(&str, &str)], body: Value) -> Reply {
     let mut all = vec![JSON_SSE, CT];
@@ -87,7 +94,7 @@ async fn post(addr: &str, headers: &[(&str, &str)], body: Value) -> Reply {
     send(addr, "POST", "/mcp", &all, &body.to_string(), QUICK).await
 }
 
-fn rpc(id: i64, method: &str, params: Value) -> Value {
+pub(crate) fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 

@@ -1,6 +1,8 @@
 //! Integration tests of the `mcp` crate over the in-memory transport: the same engine, framing
 //! and router as on stdio, without a process.
 
+mod auth;
+mod auth_keys;
 mod client_rules;
 mod eras;
 mod http;

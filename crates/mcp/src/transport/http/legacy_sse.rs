@@ -16,9 +16,17 @@ use crate::engine::{serve_connection, ServeOptions};
 
 type Writer = Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>;
 
+/// One open connection: where its messages go, and the account that opened it (with
+/// authentication on, only it may post to it).
+#[derive(Clone)]
+struct Entry {
+    writer: Writer,
+    owner: Option<String>,
+}
+
 /// Open HTTP+SSE connections by session id.
 pub(crate) struct Table {
-    map: Arc<Mutex<HashMap<String, Writer>>>,
+    map: Arc<Mutex<HashMap<String, Entry>>>,
     max: usize,
 }
 
@@ -29,7 +37,7 @@ impl Table {
 }
 
 /// GET: opens a connection.
-pub(crate) fn open(shared: &Arc<Shared>) -> Response<Body> {
+pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::auth::Identity>) -> Response<Body> {
     if shared.old_sse.map.lock().unwrap().len() >= shared.old_sse.max {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections");
     }
@@ -40,12 +48,15 @@ pub(crate) fn open(shared: &Arc<Shared>) -> Response<Body> {
     let (server_read, server_write) = tokio::io::split(server);
     let (client_read, client_write) = tokio::io::split(client);
     let router = shared.router.clone();
+    let owner = caller.as_ref().map(crate::auth::Identity::account);
+    let options = ServeOptions { caller, ..ServeOptions::default() };
     tokio::spawn(async move {
-        let _ = serve_connection(router, server_read, server_write, ServeOptions::default()).await;
+        let _ = serve_connection(router, server_read, server_write, options).await;
     });
-    shared.old_sse.map.lock().unwrap().insert(id.clone(), Arc::new(tokio::sync::Mutex::new(client_write)));
+    let entry = Entry { writer: Arc::new(tokio::sync::Mutex::new(client_write)), owner };
+    shared.old_sse.map.lock().unwrap().insert(id.clone(), entry);
     let endpoint = format!("event: endpoint\ndata: {}?sessionId={id}\n\n", shared.config.path);
-    struct Remove(Arc<Mutex<HashMap<String, Writer>>>, String);
+    struct Remove(Arc<Mutex<HashMap<String, Entry>>>, String);
     impl Drop for Remove {
         fn drop(&mut self) {
             self.0.lock().unwrap().remove(&self.1);
@@ -66,9 +77,11 @@ pub(crate) fn open(shared: &Arc<Shared>) -> Response<Body> {
 }
 
 /// POST `?sessionId=`: one message for a connection; answers go on its stream.
-pub(crate) async fn post(shared: &Arc<Shared>, id: &str, body: &[u8]) -> Response<Body> {
-    let writer = shared.old_sse.map.lock().unwrap().get(id).cloned();
-    let Some(writer) = writer else { return plain(StatusCode::NOT_FOUND, "unknown sessionId") };
+pub(crate) async fn post(shared: &Arc<Shared>, id: &str, caller: Option<&str>, body: &[u8]) -> Response<Body> {
+    let entry = shared.old_sse.map.lock().unwrap().get(id).cloned();
+    let Some(writer) = entry.filter(|e| e.owner.as_deref() == caller).map(|e| e.writer) else {
+        return plain(StatusCode::NOT_FOUND, "unknown sessionId");
+    };
     // One message per line: re-encode so embedded newlines cannot split it.
     let line = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(v) => v.to_string(),

@@ -35,6 +35,7 @@ use mcp_types::{ErrorCode, ErrorObject};
 
 use crate::server::Router;
 use sessions::SessionTable;
+pub(crate) use sse::full as full_body;
 pub use sse::Body;
 
 /// Settings of the HTTP transport.
@@ -64,6 +65,8 @@ pub struct HttpConfig {
     pub account_header: Option<String>,
     /// Serve HTTPS with this certificate chain and key (PEM files, reloaded when they change).
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Require OAuth access tokens (see [`crate::auth`]); its resource defaults to the URL served.
+    pub auth: Option<crate::auth::ResourceServer>,
 }
 
 impl Default for HttpConfig {
@@ -81,6 +84,7 @@ impl Default for HttpConfig {
             sse_retry_ms: 1000,
             account_header: None,
             tls: None,
+            auth: None,
         }
     }
 }
@@ -236,16 +240,30 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     };
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    let config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
+    let mut config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    tracing::info!("serving MCP on {scheme}://{local}/mcp");
-    eprintln!("serving MCP on {scheme}://{local}/mcp");
-    serve_tls_listener(listener, McpService::new(router, config), tls).await
+    let url = format!("{scheme}://{local}{}", config.path);
+    tracing::info!("serving MCP on {url}");
+    eprintln!("serving MCP on {url}");
+    let Some(auth) = config.auth.take() else {
+        return serve_service(listener, McpService::new(router, config), tls).await;
+    };
+    if auth.resource_uri().is_none() && local.ip().is_unspecified() {
+        eprintln!("warning: the resource URI is taken from {url}; give the public one with --auth-resource");
+    }
+    let auth = auth.or_resource(&url);
+    eprintln!(
+        "protected resource {} (metadata at its /.well-known/oauth-protected-resource)",
+        auth.resource_uri().unwrap_or_default()
+    );
+    let layer = auth.layer(&router).max_body(config.max_body);
+    let service = tower_layer::Layer::layer(&layer, McpService::new(router, config));
+    serve_service(listener, service, tls).await
 }
 
 /// Serves `service` on an already bound listener.
 pub async fn serve_listener(listener: tokio::net::TcpListener, service: McpService) -> std::io::Result<()> {
-    serve_tls_listener(listener, service, None).await
+    serve_service(listener, service, None).await
 }
 
 /// Serves `service` on a bound listener, over TLS when an acceptor is given.
@@ -254,6 +272,23 @@ pub async fn serve_tls_listener(
     service: McpService,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) -> std::io::Result<()> {
+    serve_service(listener, service, tls).await
+}
+
+/// Serves any HTTP service (the MCP endpoint behind layers, such as
+/// [`AuthLayer`](crate::auth::AuthLayer)) on a bound listener, over TLS when an acceptor is given.
+pub async fn serve_service<S>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> std::io::Result<()>
+where
+    S: tower_service::Service<Request<hyper::body::Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     loop {
         let (stream, _peer): (tokio::net::TcpStream, SocketAddr) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -283,13 +318,18 @@ pub async fn serve_tls_listener(
 }
 
 /// Serves HTTP/1.1 on one accepted connection.
-async fn serve_connection<I>(io: I, service: McpService)
+async fn serve_connection<I, S>(io: I, service: S)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: tower_service::Service<Request<hyper::body::Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
 {
     let hyper_service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-        let service = service.clone();
-        async move { Ok::<_, Infallible>(service.handle(request).await) }
+        let mut service = service.clone();
+        service.call(request)
     });
     if let Err(e) =
         hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(io, hyper_service).await

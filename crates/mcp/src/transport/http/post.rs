@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::events::EventStream;
 use super::sessions::HttpSession;
 use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared};
+use crate::auth::Identity;
 use crate::engine::connection::{forward_changes, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
 use crate::engine::raw::RawParams;
@@ -30,10 +31,17 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The authenticated caller of a request (put there by the resource server's layer).
+pub(crate) fn caller(parts: &Parts) -> Option<Identity> {
+    parts.extensions.get::<Identity>().cloned()
+}
+
 /// POST: one JSON-RPC message (or, in 2025-03-26 sessions, a batch).
 pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Response<Body> {
+    let caller = caller(&parts);
+    let owner = caller.as_ref().map(Identity::account);
     if let Some(id) = parts.uri.query().and_then(|q| q.strip_prefix("sessionId=")) {
-        return super::legacy_sse::post(&shared, id, &body).await;
+        return super::legacy_sse::post(&shared, id, owner.as_deref(), &body).await;
     }
     for check in [security::check_content_type(&parts.headers), security::check_post_accept(&parts.headers)] {
         if let Err(refusal) = check {
@@ -41,7 +49,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
     }
     let session = match header(&parts.headers, SESSION) {
-        Some(id) => match shared.sessions.get(id) {
+        Some(id) => match shared.sessions.get(id, owner.as_deref()) {
             Some(s) => Some(s),
             None => {
                 return rpc_error(
@@ -60,7 +68,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
     }
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return batch(shared, session, &body).await;
+        return batch(shared, session, caller.as_ref(), &body).await;
     }
     let envelope = match serde_json::from_slice::<Envelope>(&body) {
         Ok(e) => e,
@@ -71,7 +79,8 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     match envelope.kind() {
         Ok(MessageKind::Request { id, method, params }) => {
             let raw = RawParams::in_body(&body, params);
-            request(&shared, &parts.headers, session, id, &method, params, raw).await
+            let request_parts = RequestParts { headers: &parts.headers, session, caller };
+            request(&shared, request_parts, id, &method, params, raw).await
         }
         Ok(MessageKind::Notification { method, params }) => {
             if method == "notifications/cancelled" {
@@ -146,18 +155,25 @@ fn has_modern_meta(params: Option<&RawValue>) -> bool {
     params.is_some_and(|p| p.get().contains(meta::PROTOCOL_VERSION))
 }
 
+/// Where a request comes from: its headers, its legacy session, its authenticated caller.
+struct RequestParts<'a> {
+    headers: &'a HeaderMap,
+    session: Option<Arc<HttpSession>>,
+    caller: Option<Identity>,
+}
+
 async fn request(
     shared: &Arc<Shared>,
-    headers: &HeaderMap,
-    session: Option<Arc<HttpSession>>,
+    from: RequestParts<'_>,
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
     raw: RawParams,
 ) -> Response<Body> {
+    let RequestParts { headers, session, caller } = from;
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
-        return initialize(shared, id, params);
+        return initialize(shared, id, params, caller.as_ref());
     }
     if modern {
         let checked = check_modern_headers(headers, method, params)
@@ -176,9 +192,7 @@ async fn request(
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
-    if let Some(account) = account(&shared.config, headers, session.as_deref()) {
-        cx.insert_extension(crate::tasks::Account(account));
-    }
+    attach_caller(&cx, &shared.config, headers, session.as_deref(), caller);
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
@@ -187,24 +201,39 @@ async fn request(
     let task_session = session.clone();
     let task = tokio::spawn(async move {
         let result = tokio::select! {
-            r = router.handle_guarded(&method, raw, &cx, modern) => Some(r),
+            r = router.serve_request(&method, raw, &cx, modern) => Some(r),
             _ = task_token.cancelled() => None,
         };
         if let (Some(s), Some(ticket)) = (&task_session, &ticket) {
             s.inflight.lock().unwrap().finish(ticket);
         }
-        result.filter(|_| !task_token.is_cancelled()).map(|r| {
-            let status = match &r {
-                Err(e) if modern => modern_status(e.code),
-                _ => StatusCode::OK,
-            };
-            (status, response_bytes(&task_id, r))
-        })
+        result.filter(|_| !task_token.is_cancelled()).map(|r| Answer::of(&task_id, r, modern))
     });
     respond(shared, session, modern, rx, task, token).await
 }
 
-/// The account a request counts against: the configured header, else its legacy session.
+/// Gives the request its caller and the account it counts against: the authenticated caller,
+/// else the configured header, else its legacy session.
+fn attach_caller(
+    cx: &crate::RequestContext,
+    config: &super::HttpConfig,
+    headers: &HeaderMap,
+    session: Option<&HttpSession>,
+    caller: Option<Identity>,
+) {
+    let account = match &caller {
+        Some(identity) => Some(identity.account()),
+        None => account(config, headers, session),
+    };
+    if let Some(account) = account {
+        cx.insert_extension(crate::tasks::Account(account));
+    }
+    if let Some(identity) = caller {
+        cx.insert_extension(identity);
+    }
+}
+
+/// The account of an unauthenticated request: the configured header, else its legacy session.
 fn account(config: &super::HttpConfig, headers: &HeaderMap, session: Option<&HttpSession>) -> Option<String> {
     if let Some(value) = config.account_header.as_deref().and_then(|name| header(headers, name)) {
         return Some(format!("header:{value}"));
@@ -217,20 +246,52 @@ fn account(config: &super::HttpConfig, headers: &HeaderMap, session: Option<&Htt
     })
 }
 
+/// A request's response, ready to send.
+struct Answer {
+    status: StatusCode,
+    bytes: Vec<u8>,
+    /// Seconds, when a rate limit refused the request.
+    retry_after: Option<u64>,
+}
+
+impl Answer {
+    /// The response to request `id`: a rate limit's refusal is also `429` with `Retry-After`, a
+    /// 2026-07-28 error has its HTTP status.
+    fn of(id: &RequestId, result: Result<Value, ErrorObject>, modern: bool) -> Answer {
+        let (status, retry_after) = match &result {
+            Err(e) if e.code == crate::middleware::RATE_LIMITED => {
+                let ms = e.data.as_ref().and_then(|d| d["retryAfterMs"].as_u64()).unwrap_or(1000);
+                (StatusCode::TOO_MANY_REQUESTS, Some(ms.div_ceil(1000).max(1)))
+            }
+            Err(e) if modern => (modern_status(e.code), None),
+            _ => (StatusCode::OK, None),
+        };
+        Answer { status, bytes: response_bytes(id, result), retry_after }
+    }
+
+    fn into_response(self) -> Response<Body> {
+        let mut r = json(self.status, self.bytes);
+        if let Some(secs) = self.retry_after {
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        r
+    }
+}
+
 /// Answers with JSON when the result comes before any other message, else with SSE.
 async fn respond(
     shared: &Arc<Shared>,
     session: Option<Arc<HttpSession>>,
     modern: bool,
     mut rx: OutboxReceiver,
-    mut task: tokio::task::JoinHandle<Option<(StatusCode, Vec<u8>)>>,
+    mut task: tokio::task::JoinHandle<Option<Answer>>,
     token: CancellationToken,
 ) -> Response<Body> {
     if shared.config.json_only {
         let drain = async { while rx.recv().await.is_some() {} };
         let result = tokio::select! { r = &mut task => r, _ = drain => (&mut task).await };
         return match result {
-            Ok(Some((status, bytes))) => json(status, bytes),
+            Ok(Some(answer)) => answer.into_response(),
             _ => accepted(),
         };
     }
@@ -243,7 +304,7 @@ async fn respond(
                 Some(message) // notifications raced the result: stream them first
             } else {
                 return match result {
-                    Ok(Some((status, bytes))) => json(status, bytes),
+                    Ok(Some(answer)) => answer.into_response(),
                     _ => accepted(),
                 };
             }
@@ -262,7 +323,7 @@ async fn pump(
     stream: Arc<EventStream>,
     first: Option<Vec<u8>>,
     mut rx: OutboxReceiver,
-    mut task: tokio::task::JoinHandle<Option<(StatusCode, Vec<u8>)>>,
+    mut task: tokio::task::JoinHandle<Option<Answer>>,
 ) {
     let push = |message: Vec<u8>| {
         if message.is_empty() {
@@ -287,8 +348,8 @@ async fn pump(
     while let Ok(message) = rx.try_recv() {
         push(message);
     }
-    if let Ok(Some((_, bytes))) = result {
-        stream.push(bytes);
+    if let Ok(Some(answer)) = result {
+        stream.push(answer.bytes);
     }
     stream.finish();
 }
@@ -302,7 +363,12 @@ pub(crate) fn sse_response(body: Body) -> Response<Body> {
     r
 }
 
-fn initialize(shared: &Arc<Shared>, id: RequestId, params: Option<&RawValue>) -> Response<Body> {
+fn initialize(
+    shared: &Arc<Shared>,
+    id: RequestId,
+    params: Option<&RawValue>,
+    caller: Option<&Identity>,
+) -> Response<Body> {
     let (params, result) = match era::initialize(&shared.router, params) {
         Ok(ok) => ok,
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
@@ -310,7 +376,7 @@ fn initialize(shared: &Arc<Shared>, id: RequestId, params: Option<&RawValue>) ->
     let (outbox, rx) = Outbox::channel(256);
     let session =
         Arc::new(Session::new(result.protocol_version.clone(), params.capabilities, params.client_info, outbox));
-    let Some(entry) = shared.sessions.insert(session, rx) else {
+    let Some(entry) = shared.sessions.insert(session, rx, caller.map(Identity::account)) else {
         let e = ErrorObject::internal("too many sessions: try again later");
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
     };
@@ -421,7 +487,12 @@ fn decode_header_value(value: &str) -> Option<String> {
 }
 
 /// JSON-RPC batches: 2025-03-26 sessions only.
-async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u8]) -> Response<Body> {
+async fn batch(
+    shared: Arc<Shared>,
+    session: Option<Arc<HttpSession>>,
+    caller: Option<&Identity>,
+    body: &[u8],
+) -> Response<Body> {
     let allowed = session.as_ref().is_some_and(|s| s.session.version == ProtocolVersion::V2025_03_26);
     let items: Vec<&RawValue> = match serde_json::from_slice(body) {
         Ok(items) => items,
@@ -450,8 +521,11 @@ async fn batch(shared: Arc<Shared>, session: Option<Arc<HttpSession>>, body: &[u
             let (outbox, _rx) = Outbox::channel(1);
             let admitted =
                 era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
+            if let Ok(a) = &admitted {
+                attach_caller(&a.cx, &shared.config, &HeaderMap::new(), Some(&session), caller.cloned());
+            }
             let result = match admitted {
-                Ok(a) => shared.router.handle_guarded(&method, RawParams::copied(params), &a.cx, a.modern).await,
+                Ok(a) => shared.router.serve_request(&method, RawParams::copied(params), &a.cx, a.modern).await,
                 Err(e) => Err(e),
             };
             answers.push(serde_json::from_slice(&response_bytes(&id, result)).unwrap_or_default());
@@ -475,10 +549,11 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     if !security::accepts(&parts.headers, "text/event-stream") {
         return plain(StatusCode::NOT_ACCEPTABLE, "Accept must list text/event-stream");
     }
+    let caller = caller(&parts);
     let Some(id) = header(&parts.headers, SESSION) else {
-        return super::legacy_sse::open(&shared);
+        return super::legacy_sse::open(&shared, caller);
     };
-    let Some(session) = shared.sessions.get(id) else {
+    let Some(session) = shared.sessions.get(id, caller.as_ref().map(Identity::account).as_deref()) else {
         return rpc_error(
             StatusCode::NOT_FOUND,
             None,
@@ -509,8 +584,9 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
 
 /// DELETE: ends a legacy session.
 pub(crate) fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
+    let owner = caller(&parts).map(|c| c.account());
     match header(&parts.headers, SESSION) {
-        Some(id) if shared.sessions.remove(id) => {
+        Some(id) if shared.sessions.remove(id, owner.as_deref()) => {
             let mut r = Response::new(sse::empty());
             *r.status_mut() = StatusCode::OK;
             r

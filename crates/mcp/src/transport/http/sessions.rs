@@ -26,6 +26,8 @@ pub(crate) struct HttpSession {
     next_stream: AtomicU64,
     last_active: AtomicU64,
     pub get_open: AtomicBool,
+    /// The account of the caller that created it (with authentication on): only it may use it.
+    owner: Option<String>,
 }
 
 impl Drop for HttpSession {
@@ -80,7 +82,12 @@ impl SessionTable {
     /// Adds a session. When the table is full, the least recently active idle session (nothing
     /// in flight, no open GET stream) is ended to make room: its client gets 404 on its next
     /// request and initializes again, as the spec says. `None` only when every session is busy.
-    pub fn insert(&self, session: Arc<Session>, get_rx: OutboxReceiver) -> Option<Arc<HttpSession>> {
+    pub fn insert(
+        &self,
+        session: Arc<Session>,
+        get_rx: OutboxReceiver,
+        owner: Option<String>,
+    ) -> Option<Arc<HttpSession>> {
         let mut map = self.map.lock().unwrap();
         if map.len() >= self.max {
             let victim = map
@@ -101,21 +108,32 @@ impl SessionTable {
             next_stream: AtomicU64::new(0),
             last_active: AtomicU64::new(self.now_us()),
             get_open: AtomicBool::new(false),
+            owner,
         });
         map.insert(id, entry.clone());
         Some(entry)
     }
 
-    /// The session `id`, marked active.
-    pub fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+    /// The session `id`, marked active, if `caller` (an account, with authentication on) is the
+    /// one that created it: a session is never a credential, and another caller holding its id
+    /// is told it does not exist.
+    pub fn get(&self, id: &str, caller: Option<&str>) -> Option<Arc<HttpSession>> {
         let entry = self.map.lock().unwrap().get(id).cloned()?;
+        if entry.owner.as_deref() != caller {
+            tracing::warn!("refused a request on a session that another caller created");
+            return None;
+        }
         entry.last_active.store(self.now_us(), Ordering::Relaxed);
         Some(entry)
     }
 
-    /// Ends a session; `false` if there was none.
-    pub fn remove(&self, id: &str) -> bool {
-        self.map.lock().unwrap().remove(id).is_some()
+    /// Ends a session (if `caller` created it); `false` if there was none.
+    pub fn remove(&self, id: &str, caller: Option<&str>) -> bool {
+        let mut map = self.map.lock().unwrap();
+        if map.get(id).is_none_or(|s| s.owner.as_deref() != caller) {
+            return false;
+        }
+        map.remove(id).is_some()
     }
 
     /// How many sessions are live.

@@ -32,6 +32,12 @@ use crate::server::Router;
 use crate::transport;
 use crate::transport::http::HttpConfig;
 
+mod logging;
+mod protect;
+
+pub use logging::init_logging;
+pub use protect::{AuthArgs, LimitArgs};
+
 /// How to serve: stdio by default, Streamable HTTP with `--http`, and the HTTP transport's
 /// settings.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -83,6 +89,12 @@ pub struct ServeArgs {
     /// without authentication, each legacy session is an account, and 2026-07-28 requests share one)
     #[arg(long, value_name = "NAME", help_heading = "Tasks")]
     pub account_header: Option<String>,
+    /// OAuth on HTTP.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// Limits and the audit log.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 impl Default for ServeArgs {
@@ -102,6 +114,8 @@ impl Default for ServeArgs {
             account_header: None,
             tls_cert: None,
             tls_key: None,
+            auth: AuthArgs::default(),
+            limits: LimitArgs::default(),
         }
     }
 }
@@ -138,9 +152,18 @@ pub fn parse<C: Parser + Default>() -> C {
 pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
     init_logging();
     configure_tasks(&router, args).await?;
+    args.limits.install(&router)?;
     match &args.http {
+        None if args.auth.enabled() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "--auth-issuer protects HTTP: add --http ADDR (a stdio server takes its credentials from its environment)",
+        )),
         None => transport::stdio::serve(router).await,
-        Some(addr) => transport::http::serve_with_config(router, addr, args.http_config()).await,
+        Some(addr) => {
+            let mut config = args.http_config();
+            config.auth = args.auth.resource_server(&router)?;
+            transport::http::serve_with_config(router, addr, config).await
+        }
     }
 }
 
@@ -174,103 +197,6 @@ async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<(
         #[cfg(not(feature = "sqlite"))]
         Some(("sqlite", _)) => Err(invalid("this server was built without SQLite support (feature `sqlite`)".into())),
         _ => Err(invalid(format!("--task-store {store:?}: use `memory` or `sqlite:PATH`"))),
-    }
-}
-
-/// Sends log messages to stderr (never stdout, which a stdio server's protocol owns): warnings
-/// and errors by default; `RUST_LOG=info` (or `debug`, `trace`, `error`, `off`) for another level.
-/// Does nothing if the program installed a `tracing` subscriber of its own (use one, such as
-/// `tracing-subscriber`, for per-module filters or other formats).
-///
-/// The logger is a few lines of our own rather than a subscriber crate: it is installed at every
-/// start of every server, and a host starts servers often.
-pub fn init_logging() {
-    if tracing::dispatcher::has_been_set() {
-        return;
-    }
-    let level = std::env::var("RUST_LOG").ok().map_or(Some(tracing::Level::WARN), |v| log_level(&v));
-    let Some(level) = level else { return };
-    let name = std::env::args_os()
-        .next()
-        .and_then(|p| std::path::Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "mcp".into());
-    let _ = tracing::subscriber::set_global_default(StderrLog { max: level, name });
-}
-
-/// The most verbose level named in a `RUST_LOG` value (`None` for `off`).
-fn log_level(value: &str) -> Option<tracing::Level> {
-    use tracing::Level;
-    let words: Vec<String> = value.split([',', '=', ' ']).map(|w| w.trim().to_ascii_lowercase()).collect();
-    let has = |w: &str| words.iter().any(|x| x == w);
-    if words.iter().all(|w| w == "off" || w.is_empty()) && has("off") {
-        return None;
-    }
-    [
-        ("trace", Level::TRACE),
-        ("debug", Level::DEBUG),
-        ("info", Level::INFO),
-        ("warn", Level::WARN),
-        ("error", Level::ERROR),
-    ]
-    .into_iter()
-    .find(|(w, _)| has(w))
-    .map(|(_, l)| l)
-    .or(Some(Level::WARN))
-}
-
-/// Writes events at or above a level to stderr, one line each: `name: LEVEL message fields`.
-struct StderrLog {
-    max: tracing::Level,
-    name: String,
-}
-
-impl tracing::Subscriber for StderrLog {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        *metadata.level() <= self.max
-    }
-
-    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        Some(tracing::level_filters::LevelFilter::from_level(self.max))
-    }
-
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut line = format!("{}: {} ", self.name, event.metadata().level());
-        event.record(&mut LineVisitor(&mut line));
-        eprintln!("{line}");
-    }
-
-    fn enter(&self, _: &tracing::span::Id) {}
-
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-/// Appends an event's message, then its other fields as `name=value`.
-struct LineVisitor<'a>(&'a mut String);
-
-impl tracing::field::Visit for LineVisitor<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        use std::fmt::Write as _;
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        } else {
-            let _ = write!(self.0, " {}={value:?}", field.name());
-        }
-    }
-
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.0.push_str(value);
-        } else {
-            self.0.push_str(&format!(" {}={value}", field.name()));
-        }
     }
 }
 
@@ -333,15 +259,6 @@ mod tests {
         assert!(config.json_only);
         assert_eq!(config.session_idle, Duration::from_secs(5));
         assert_eq!(config.max_sessions, 3);
-    }
-
-    #[test]
-    fn rust_log_picks_the_level() {
-        use tracing::Level;
-        assert_eq!(log_level("debug"), Some(Level::DEBUG));
-        assert_eq!(log_level("mcp=info,hyper=warn"), Some(Level::INFO));
-        assert_eq!(log_level("off"), None);
-        assert_eq!(log_level("nonsense"), Some(Level::WARN));
     }
 
     #[test]

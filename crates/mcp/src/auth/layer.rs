@@ -1,0 +1,325 @@
+//! The tower layer in front of the MCP endpoint: metadata, challenges, verification, scopes.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use serde::Deserialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::challenge::{credentials, Challenge, Credentials};
+use super::identity::Identity;
+use super::verify::{TokenCache, TokenError};
+use super::{split_origin, ResourceServer, METADATA_PATH};
+use crate::transport::http::Body;
+use crate::Router;
+
+/// Makes [`AuthService`]s: see [`ResourceServer::layer`].
+#[derive(Clone)]
+pub struct AuthLayer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    server: Arc<ResourceServer>,
+    router: Router,
+    cache: TokenCache,
+    max_body: usize,
+}
+
+impl AuthLayer {
+    pub(crate) fn new(server: Arc<ResourceServer>, router: Router) -> Self {
+        let cache = TokenCache::new(server.cache_size, server.cache_cap);
+        AuthLayer { shared: Arc::new(Shared { server, router, cache, max_body: 4 * 1024 * 1024 }) }
+    }
+
+    /// The largest request body read (default 4 MiB, as the endpoint's own default).
+    pub fn max_body(self, bytes: usize) -> Self {
+        let shared = &self.shared;
+        let cache = TokenCache::new(shared.server.cache_size, shared.server.cache_cap);
+        let shared = Shared { server: shared.server.clone(), router: shared.router.clone(), cache, max_body: bytes };
+        AuthLayer { shared: Arc::new(shared) }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> AuthService<S> {
+        AuthService { shared: self.shared.clone(), inner }
+    }
+}
+
+/// The MCP endpoint behind the resource server: requests reach `S` only with a valid token
+/// carrying the scopes they need, with the caller's [`Identity`] in their extensions.
+#[derive(Clone)]
+pub struct AuthService<S> {
+    shared: Arc<Shared>,
+    inner: S,
+}
+
+impl<S, B> tower_service::Service<Request<B>> for AuthService<S>
+where
+    S: tower_service::Service<Request<Full<Bytes>>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let shared = self.shared.clone();
+        // The clone that was driven to readiness serves this request (tower's rule).
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(async move { Ok(handle(shared, inner, request).await) })
+    }
+}
+
+async fn handle<S, B>(shared: Arc<Shared>, mut inner: S, request: Request<B>) -> Response<Body>
+where
+    S: tower_service::Service<Request<Full<Bytes>>, Response = Response<Body>, Error = Infallible>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if let Some(response) = metadata(&shared, &request) {
+        return response;
+    }
+    let (mut parts, body) = request.into_parts();
+    if parts.method == Method::OPTIONS || parts.uri.path().starts_with("/.well-known/") {
+        // A CORS preflight carries no credentials; other well-known documents are not ours.
+        return call(&mut inner, Request::from_parts(parts, Full::new(Bytes::new()))).await;
+    }
+    let body = if parts.method == Method::POST {
+        match Limited::new(body, shared.max_body).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return oauth_error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large")
+            }
+        }
+    } else {
+        Bytes::new()
+    };
+    let needed = needed_scopes(&shared.router, &parts.method, &body);
+    let identity = match authenticate(&shared, &parts, &needed).await {
+        Ok(identity) => identity,
+        Err(refusal) => return refusal,
+    };
+    if let Some(description) = scope_shortfall(&shared.router, &identity, &needed) {
+        return challenge(&shared, StatusCode::FORBIDDEN, Some("insufficient_scope"), &description, &needed);
+    }
+    parts.extensions.insert(identity);
+    call(&mut inner, Request::from_parts(parts, Full::new(body))).await
+}
+
+/// Why the token's scopes fall short of `needed`, if they do.
+fn scope_shortfall(router: &Router, identity: &Identity, needed: &[String]) -> Option<String> {
+    let rules = router.scope_rules();
+    if rules.satisfied(identity.scopes(), needed) {
+        return None;
+    }
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|n| !rules.satisfied(identity.scopes(), std::slice::from_ref(n)))
+        .map(String::as_str)
+        .collect();
+    Some(format!("this request needs the scopes {}; the token lacks {}", needed.join(" "), missing.join(" ")))
+}
+
+async fn call<S>(inner: &mut S, request: Request<Full<Bytes>>) -> Response<Body>
+where
+    S: tower_service::Service<Request<Full<Bytes>>, Response = Response<Body>, Error = Infallible>,
+{
+    match inner.call(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// The caller, or the response refusing it.
+async fn authenticate(
+    shared: &Shared,
+    parts: &http::request::Parts,
+    needed: &[String],
+) -> Result<Identity, Response<Body>> {
+    let token = match credentials(&parts.headers) {
+        Credentials::Bearer(token) => token,
+        Credentials::Malformed(why) => {
+            return Err(challenge(shared, StatusCode::BAD_REQUEST, Some("invalid_request"), why, needed));
+        }
+        Credentials::None => {
+            let why = if parts.uri.query().is_some_and(|q| q.contains("access_token=")) {
+                "send the access token in the Authorization header: a token in the URL is not accepted"
+            } else {
+                "this server needs an access token: see resource_metadata"
+            };
+            return Err(challenge(shared, StatusCode::UNAUTHORIZED, None, why, needed));
+        }
+    };
+    let verified = match shared.cache.get(token) {
+        Some(verified) => verified,
+        None => match shared.server.verifier.verify(token).await {
+            Ok(verified) => {
+                let verified = Arc::new(verified);
+                shared.cache.put(token, verified.clone());
+                verified
+            }
+            Err(TokenError::Invalid(why)) => {
+                tracing::debug!("refused a token: {why}");
+                return Err(challenge(shared, StatusCode::UNAUTHORIZED, Some("invalid_token"), &why, needed));
+            }
+            Err(TokenError::Unavailable(why)) => {
+                tracing::warn!("cannot verify tokens: {why}");
+                let mut r = oauth_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "tokens cannot be verified right now",
+                );
+                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                return Err(r);
+            }
+        },
+    };
+    if verified.expires_at.is_some_and(|exp| exp + 30 < now()) {
+        return Err(challenge(
+            shared,
+            StatusCode::UNAUTHORIZED,
+            Some("invalid_token"),
+            "the token has expired",
+            needed,
+        ));
+    }
+    if !shared.server.audience_ok(&verified.audience) {
+        let why = "the token was issued for another resource (its audience does not name this server)";
+        return Err(challenge(shared, StatusCode::UNAUTHORIZED, Some("invalid_token"), why, needed));
+    }
+    Ok(Identity::new(verified, Arc::from(token)))
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// What a JSON-RPC message names, read without building it. Every field is taken as raw JSON
+/// and read as a string only if it is one, so no shape of message makes the peek fail where the
+/// endpoint would still run it.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+impl Peek<'_> {
+    fn method(&self) -> Option<Cow<'_, str>> {
+        self.method.and_then(|m| serde_json::from_str(m.get()).ok())
+    }
+
+    fn name(&self, method: &str) -> Option<String> {
+        crate::middleware::named_item(method, self.params.map(RawValue::get))
+    }
+}
+
+/// Every scope the request needs (all messages of a batch): the server's minimum, plus the
+/// scopes of each tool, resource or prompt it names. A body that does not parse needs the
+/// minimum (the endpoint then answers its parse error).
+fn needed_scopes(router: &Router, method: &Method, body: &[u8]) -> Vec<String> {
+    let rules = router.scope_rules();
+    if *method != Method::POST {
+        return rules.minimum.clone();
+    }
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    let messages: Vec<Peek<'_>> = if first == Some(&b'[') {
+        let items: Vec<&RawValue> = serde_json::from_slice(body).unwrap_or_default();
+        items.iter().filter_map(|item| serde_json::from_str(item.get()).ok()).collect()
+    } else {
+        serde_json::from_slice(body).map(|m| vec![m]).unwrap_or_default()
+    };
+    let mut needed = rules.minimum.clone();
+    for message in &messages {
+        if let Some(method) = message.method() {
+            rules.add_required(&mut needed, &method, message.name(&method).as_deref());
+        }
+    }
+    needed
+}
+
+/// The metadata document, when the request asks for it.
+fn metadata<B>(shared: &Shared, request: &Request<B>) -> Option<Response<Body>> {
+    let path = request.uri().path().trim_end_matches('/');
+    let resource = shared.server.resource.as_deref().unwrap_or_default();
+    let (_, resource_path) = split_origin(resource);
+    let inserted = format!("{METADATA_PATH}{}", resource_path.trim_end_matches('/'));
+    if path != METADATA_PATH && path != inserted {
+        return None;
+    }
+    let mut response = match *request.method() {
+        Method::GET | Method::HEAD => {
+            let doc = shared.server.metadata(shared.router.scope_rules().all());
+            let mut r = Response::new(crate::transport::http::full_body(doc.to_string()));
+            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
+            r
+        }
+        Method::OPTIONS => {
+            let mut r = Response::new(crate::transport::http::full_body(Bytes::new()));
+            *r.status_mut() = StatusCode::NO_CONTENT;
+            r
+        }
+        _ => {
+            let mut r = Response::new(crate::transport::http::full_body("use GET"));
+            *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+            r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+            r
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("*"));
+    Some(response)
+}
+
+/// A challenge response: `status`, the `WWW-Authenticate` header, and the OAuth error as JSON.
+fn challenge(
+    shared: &Shared,
+    status: StatusCode,
+    error: Option<&'static str>,
+    why: &str,
+    scopes: &[String],
+) -> Response<Body> {
+    let metadata_url = shared.server.metadata_url();
+    let header_value = Challenge { error, description: Some(why), scopes, resource_metadata: &metadata_url }.header();
+    let mut r = oauth_error(status, error.unwrap_or("unauthorized"), why);
+    if let Ok(value) = HeaderValue::from_str(&header_value) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    r.headers_mut().insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("WWW-Authenticate"));
+    r
+}
+
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Body> {
+    let body = json!({"error": error, "error_description": description}).to_string();
+    let mut r = Response::new(crate::transport::http::full_body(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}

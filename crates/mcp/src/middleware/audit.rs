@@ -1,0 +1,137 @@
+//! The audit log: one JSON line per request (time, request id, account and subject, method,
+//! name, duration, outcome, error code), to stderr or a file. Never the token; the arguments
+//! only when asked.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Map, Value};
+
+use super::{Call, Middleware, Next, Outcome};
+use crate::tasks::record::{iso8601, now_ms};
+
+/// Writes one JSON line per request.
+pub struct AuditLog {
+    out: Arc<Mutex<Box<dyn Write + Send>>>,
+    arguments: bool,
+}
+
+impl AuditLog {
+    /// Lines to stderr.
+    pub fn to_stderr() -> Self {
+        AuditLog::to_writer(std::io::stderr())
+    }
+
+    /// Lines appended to the file at `path` (created with mode 0600).
+    pub fn to_file(path: &std::path::Path) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options
+            .open(path)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("audit log {}: {e}", path.display())))?;
+        Ok(AuditLog::to_writer(file))
+    }
+
+    /// Lines to `out`.
+    pub fn to_writer(out: impl Write + Send + 'static) -> Self {
+        AuditLog { out: Arc::new(Mutex::new(Box::new(out))), arguments: false }
+    }
+
+    /// Also records each request's params (tool arguments included). Off by default: arguments
+    /// may hold personal data.
+    pub fn with_arguments(mut self, on: bool) -> Self {
+        self.arguments = on;
+        self
+    }
+
+    fn write(&self, entry: &Map<String, Value>) {
+        let mut line = serde_json::to_vec(entry).unwrap_or_default();
+        line.push(b'\n');
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if out.write_all(&line).and_then(|()| out.flush()).is_err() {
+            tracing::warn!("could not write the audit log");
+        }
+    }
+}
+
+/// The fields known before the request runs.
+fn start_entry(call: &Call<'_>, arguments: bool) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("time".into(), json!(iso8601(now_ms())));
+    entry.insert("requestId".into(), serde_json::to_value(call.request_id()).unwrap_or(Value::Null));
+    entry.insert("method".into(), json!(call.method()));
+    if let Some(name) = call.name() {
+        entry.insert("name".into(), json!(name));
+    }
+    entry.insert("protocolVersion".into(), json!(call.protocol_version()));
+    entry.insert("account".into(), json!(call.account()));
+    if let Some(caller) = call.caller() {
+        entry.insert("subject".into(), json!(caller.subject()));
+        if let Some(client) = caller.client_id() {
+            entry.insert("clientId".into(), json!(client));
+        }
+    }
+    if arguments {
+        if let Some(params) = call.params_json() {
+            let params: Value = serde_json::from_str(params).unwrap_or(Value::Null);
+            entry.insert("params".into(), params);
+        }
+    }
+    entry
+}
+
+/// How a request ended, as the log names it.
+fn outcome_fields(entry: &mut Map<String, Value>, outcome: &Outcome) {
+    let (name, code) = match outcome {
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
+        Ok(result) => match result.get("resultType").and_then(Value::as_str) {
+            Some("input_required") => ("input_required", None),
+            Some("task") => ("task", None),
+            _ if result.get("task").is_some() => ("task", None),
+            _ => ("ok", None),
+        },
+        Err(e) => ("error", Some(e.code.0)),
+    };
+    entry.insert("outcome".into(), json!(name));
+    if let Some(code) = code {
+        entry.insert("errorCode".into(), json!(code));
+    }
+}
+
+/// Logs a request whose future was dropped (the client cancelled it, or the connection ended).
+struct Pending<'a> {
+    log: &'a AuditLog,
+    entry: Option<Map<String, Value>>,
+    start: Instant,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(mut entry) = self.entry.take() {
+            entry.insert("durationMs".into(), json!(self.start.elapsed().as_secs_f64() * 1000.0));
+            entry.insert("outcome".into(), json!("cancelled"));
+            self.log.write(&entry);
+        }
+    }
+}
+
+impl Middleware for AuditLog {
+    fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let mut pending =
+                Pending { log: self, entry: Some(start_entry(&call, self.arguments)), start: Instant::now() };
+            let outcome = next.run(call).await;
+            if let Some(mut entry) = pending.entry.take() {
+                let ms = (pending.start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+                entry.insert("durationMs".into(), json!(ms));
+                outcome_fields(&mut entry, &outcome);
+                self.write(&entry);
+            }
+            outcome
+        })
+    }
+}

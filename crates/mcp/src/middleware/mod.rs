@@ -1,0 +1,191 @@
+//! MCP middleware: layers around the RPC service, so they apply alike on stdio, Streamable HTTP
+//! and the 2024-11-05 transport, and see what HTTP middleware cannot: the method, the tool,
+//! resource or prompt named, the protocol era, the caller.
+//!
+//! A layer implements [`Middleware`]: it gets the [`Call`] and the [`Next`] layer, and returns
+//! the outcome (a result, or a JSON-RPC error), calling `next.run(call)` or not. Layers run in
+//! the order they were added, the first outermost.
+//!
+//! ```
+//! use mcp::middleware::{Call, Middleware, Next, Outcome};
+//! use futures_util::future::BoxFuture;
+//!
+//! /// Refuses every tool whose name starts with `admin_` on weekends.
+//! struct NoAdminOnWeekends;
+//!
+//! impl Middleware for NoAdminOnWeekends {
+//!     fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
+//!         Box::pin(async move {
+//!             let weekend = false; // your calendar here
+//!             if weekend && call.method() == "tools/call" && call.name().is_some_and(|n| n.starts_with("admin_")) {
+//!                 return Err(mcp::types::ErrorObject::invalid_params("admin tools rest on weekends"));
+//!             }
+//!             next.run(call).await
+//!         })
+//!     }
+//! }
+//!
+//! let router = mcp::Router::new().layer(NoAdminOnWeekends);
+//! ```
+//!
+//! Ready-made layers: [`AuditLog`], [`RateLimit`], [`Timeout`], [`ConcurrencyLimit`],
+//! [`ResponseSizeLimit`]; every server binary sets them with flags (see [`crate::cli`]).
+
+mod audit;
+mod limits;
+mod rate;
+
+use std::sync::{Arc, OnceLock};
+
+use futures_util::future::BoxFuture;
+use mcp_types::{ErrorCode, ErrorObject, RequestId};
+use serde_json::Value;
+
+pub use audit::AuditLog;
+pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
+pub use rate::RateLimit;
+
+use crate::auth::Identity;
+use crate::engine::raw::RawParams;
+use crate::server::RequestContext;
+use crate::Router;
+
+/// What a request comes to: its result, or a JSON-RPC error.
+pub type Outcome = Result<Value, ErrorObject>;
+
+/// The error code of a request refused by a rate limit (`data.retryAfterMs` says when to try
+/// again). Outside the range JSON-RPC and MCP reserve, as the spec asks of application codes.
+pub const RATE_LIMITED: ErrorCode = ErrorCode(429);
+/// The error code of a request stopped by a timeout.
+pub const TIMED_OUT: ErrorCode = ErrorCode(408);
+
+/// A layer around the handling of requests.
+pub trait Middleware: Send + Sync + 'static {
+    /// Handles `call`, usually by passing it on with `next.run(call)`.
+    fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome>;
+}
+
+/// One request on its way through the layers.
+pub struct Call<'a> {
+    method: &'a str,
+    raw: RawParams,
+    cx: &'a RequestContext,
+    modern: bool,
+    name: OnceLock<Option<String>>,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(method: &'a str, raw: RawParams, cx: &'a RequestContext, modern: bool) -> Self {
+        Call { method, raw, cx, modern, name: OnceLock::new() }
+    }
+
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &str {
+        self.method
+    }
+
+    /// What the request names: the tool of `tools/call`, the prompt of `prompts/get`, the URI of
+    /// `resources/read` (and of subscriptions), the task of `tasks/*`.
+    pub fn name(&self) -> Option<&str> {
+        self.name.get_or_init(|| named_item(self.method, self.raw.text())).as_deref()
+    }
+
+    /// The params as the JSON text they arrived in (tool arguments included: handle with care).
+    pub fn params_json(&self) -> Option<&str> {
+        self.raw.text()
+    }
+
+    /// The request's context (its id, era, client, extensions).
+    pub fn context(&self) -> &RequestContext {
+        self.cx
+    }
+
+    /// The JSON-RPC id.
+    pub fn request_id(&self) -> &RequestId {
+        self.cx.request_id()
+    }
+
+    /// The protocol version of the request.
+    pub fn protocol_version(&self) -> &str {
+        self.cx.protocol_version()
+    }
+
+    /// Whether it is a 2026-07-28 (stateless) request.
+    pub fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// The authenticated caller (HTTP with a resource server).
+    pub fn caller(&self) -> Option<Identity> {
+        self.cx.caller()
+    }
+
+    /// The account the request counts against: the caller, the account header, the legacy
+    /// session, or `local` (stdio).
+    pub fn account(&self) -> String {
+        crate::tasks::account_of(self.cx)
+    }
+}
+
+/// The rest of the layers, then the router.
+pub struct Next<'a> {
+    router: &'a Router,
+    rest: &'a [Arc<dyn Middleware>],
+}
+
+impl<'a> Next<'a> {
+    /// Passes `call` on.
+    pub fn run(self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
+        match self.rest.split_first() {
+            Some((first, rest)) => first.handle(call, Next { router: self.router, rest }),
+            None => Box::pin(self.router.handle(call.method, call.raw, call.cx, call.modern)),
+        }
+    }
+}
+
+/// Runs `call` through `chain` and then `router`.
+pub(crate) async fn run_chain(router: &Router, chain: &[Arc<dyn Middleware>], call: Call<'_>) -> Outcome {
+    Next { router, rest: chain }.run(call).await
+}
+
+/// The name or URI a request's params name, read as a string only if it is one.
+pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => "taskId",
+        _ => return None,
+    };
+    #[derive(serde::Deserialize)]
+    struct Fields<'a>(
+        #[serde(borrow)] std::collections::HashMap<std::borrow::Cow<'a, str>, &'a serde_json::value::RawValue>,
+    );
+    let fields: Fields<'_> = serde_json::from_str(params?).ok()?;
+    let raw = fields.0.get(field)?;
+    serde_json::from_str::<String>(raw.get()).ok()
+}
+
+/// A tool result telling the model why its call did not run to the end.
+pub(crate) fn tool_error_result(text: String) -> Value {
+    serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_items_by_method() {
+        assert_eq!(
+            named_item("tools/call", Some(r#"{"name":"echo","arguments":{"name":"x"}}"#)).as_deref(),
+            Some("echo")
+        );
+        assert_eq!(
+            named_item("resources/read", Some(r#"{"name":"x","uri":"file:///a"}"#)).as_deref(),
+            Some("file:///a")
+        );
+        assert_eq!(named_item("tools/call", Some(r#"{"name":5}"#)), None);
+        assert_eq!(named_item("tools/list", Some("{}")), None);
+        assert_eq!(named_item("tools/call", None), None);
+    }
+}

@@ -1,0 +1,429 @@
+//! The resource server on a real socket, with tokens minted here: every way a token can be
+//! wrong, the challenges of every revision, the metadata at both well-known paths, scopes per
+//! tool and resource (403 naming them all), the caller in handlers, sessions bound to their
+//! subject, key rotation, introspection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp::auth::{EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier, ResourceServer};
+use mcp::fetch::Fetcher;
+use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolDef, ToolError};
+use mcp::transport::http::{serve_service, HttpConfig, McpService};
+use serde_json::{json, Value};
+
+use crate::auth_keys::{b64, now, Issuer, Key};
+use crate::http::{rpc, send, Reply, CT, JSON_SSE, QUICK};
+use crate::support::modern;
+
+struct Protected {
+    addr: String,
+    resource: String,
+    issuer: Issuer,
+    key: Key,
+}
+
+fn base_router() -> Router {
+    Router::new()
+        .info("protected", "1.0.0")
+        .require_scopes(&["mcp:basic"])
+        .tool("whoami", "Says who calls.", |_: NoArgs, cx: RequestContext| async move {
+            let caller = cx.caller().ok_or_else(|| ToolError::new("no caller"))?;
+            Ok::<_, ToolError>(
+                json!({"subject": caller.subject(), "client": caller.client_id(), "scopes": caller.scopes(), "issuer": caller.issuer(), "debug": format!("{caller:?}")})
+                    .to_string(),
+            )
+        })
+        .tool_def(ToolDef::new("write_file").description("Writes.").scopes(&["files:write"]), |_: NoArgs, _cx: RequestContext| async move {
+            Ok::<_, ToolError>("written")
+        })
+        .resource("test://secret", "secret", |_r: ResourceRequest, _cx: RequestContext| async move {
+            Ok::<_, ToolError>("the secret".to_owned())
+        })
+        .resource_scopes("test://secret", &["secret:read"])
+}
+
+async fn protected(configure: impl FnOnce(Router) -> Router) -> Protected {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(vec![key.jwk()]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let resource = format!("http://{addr}/mcp");
+    *issuer.audience.lock().unwrap() = resource.clone();
+    let fetcher = Fetcher::new(&[]).unwrap();
+    let keys = JwksCache::new(JwksSource::Issuer(issuer.url.clone()), fetcher.clone())
+        .with_cooldown(Duration::from_millis(300));
+    let jwt = JwtVerifier::new(&issuer.url, keys);
+    let opaque = IntrospectionVerifier::new(format!("{}/introspect", issuer.url), "rs", "rs-secret", fetcher)
+        .issuer(&issuer.url);
+    let server = ResourceServer::new(EitherVerifier::new(Arc::new(jwt), Arc::new(opaque)))
+        .authorization_server(&issuer.url)
+        .resource(&resource);
+    let router = configure(base_router());
+    let layer = server.layer(&router);
+    let service = tower_layer::Layer::layer(&layer, McpService::new(router, HttpConfig::default()));
+    tokio::spawn(serve_service(listener, service, None));
+    Protected { addr, resource, issuer, key }
+}
+
+impl Protected {
+    fn claims(&self) -> Value {
+        json!({"iss": self.issuer.url, "sub": "alice", "aud": self.resource, "exp": now() + 600, "iat": now(), "scope": "mcp:basic", "client_id": "c1"})
+    }
+
+    fn token_with(&self, changes: Value) -> String {
+        let mut claims = self.claims();
+        for (k, v) in changes.as_object().unwrap() {
+            if v.is_null() {
+                claims.as_object_mut().unwrap().remove(k);
+            } else {
+                claims[k] = v.clone();
+            }
+        }
+        self.key.sign(&claims)
+    }
+
+    fn metadata_url(&self) -> String {
+        format!("http://{}/.well-known/oauth-protected-resource/mcp", self.addr)
+    }
+
+    /// A 2026-07-28 `tools/call` with `authorization` (a whole header value).
+    async fn call_tool(&self, authorization: Option<&str>, tool: &str) -> Reply {
+        let body = rpc(1, "tools/call", modern(json!({"name": tool, "arguments": {}})));
+        let mut headers = vec![
+            JSON_SSE,
+            CT,
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ];
+        if let Some(value) = authorization {
+            headers.push(("Authorization", value));
+        }
+        send(&self.addr, "POST", "/mcp", &headers, &body.to_string(), QUICK).await
+    }
+
+    async fn call_with(&self, token: &str, tool: &str) -> Reply {
+        self.call_tool(Some(&format!("Bearer {token}")), tool).await
+    }
+}
+
+/// The `WWW-Authenticate` attributes of a reply.
+fn challenge(reply: &Reply) -> String {
+    reply
+        .header("www-authenticate")
+        .unwrap_or_else(|| panic!("no challenge: {} {}", reply.status, reply.body))
+        .to_owned()
+}
+
+fn assert_refused(reply: &Reply, status: u16, error: Option<&str>) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    let header = challenge(reply);
+    assert!(header.starts_with("Bearer "), "{header}");
+    match error {
+        Some(error) => assert!(header.contains(&format!("error=\"{error}\"")), "{header}"),
+        None => assert!(!header.contains("error="), "{header}"),
+    }
+    assert!(header.contains("resource_metadata=\""), "{header}");
+}
+
+#[tokio::test]
+async fn a_request_without_a_valid_bearer_token_is_refused_with_a_challenge() {
+    let p = protected(|r| r).await;
+    let none = p.call_tool(None, "whoami").await;
+    assert_refused(&none, 401, None);
+    assert!(challenge(&none).contains(&format!("resource_metadata=\"{}\"", p.metadata_url())));
+    assert!(challenge(&none).contains("scope=\"mcp:basic\""), "{}", challenge(&none));
+    assert_refused(&p.call_tool(Some("Basic YWxpY2U6c2VjcmV0"), "whoami").await, 401, None);
+    assert_refused(&p.call_tool(Some("foo"), "whoami").await, 401, None);
+    assert_refused(&p.call_tool(Some("Bearer"), "whoami").await, 400, Some("invalid_request"));
+    assert_refused(&p.call_tool(Some("Bearer two words"), "whoami").await, 400, Some("invalid_request"));
+    assert_refused(&p.call_with("garbage", "whoami").await, 401, Some("invalid_token"));
+    assert_refused(&p.call_with("a.b.c", "whoami").await, 401, Some("invalid_token"));
+    // The same valid token works in the header:
+    let good = p.call_with(&p.token_with(json!({})), "whoami").await;
+    assert_eq!(good.status, 200, "{}", good.body);
+}
+
+#[tokio::test]
+async fn forged_and_unsigned_tokens_are_refused() {
+    let p = protected(|r| r).await;
+    let claims = p.claims();
+    // alg: none, with and without a signature part.
+    let unsigned = format!("{}.{}.", b64(br#"{"alg":"none","typ":"JWT"}"#), b64(claims.to_string().as_bytes()));
+    assert_refused(&p.call_with(&unsigned, "whoami").await, 401, Some("invalid_token"));
+    // Self-signed: another key claiming the issuer's key id, and one naming a key of its own.
+    let other = Key::new("k1");
+    assert_refused(&p.call_with(&other.sign(&claims), "whoami").await, 401, Some("invalid_token"));
+    let stranger = Key::new("mine");
+    assert_refused(&p.call_with(&stranger.sign(&claims), "whoami").await, 401, Some("invalid_token"));
+    // HS256 with the issuer's public key as the secret (the algorithm-confusion attack).
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    header.kid = Some("k1".into());
+    let secret = jsonwebtoken::EncodingKey::from_secret(p.key.public_pem().as_bytes()).unwrap();
+    let confused = jsonwebtoken::encode(&header, &claims, &secret).unwrap();
+    assert_refused(&p.call_with(&confused, "whoami").await, 401, Some("invalid_token"));
+    // A real token with its payload swapped.
+    let real = p.token_with(json!({}));
+    let parts: Vec<&str> = real.split('.').collect();
+    let mut richer = claims.clone();
+    richer["scope"] = json!("mcp:basic files:write");
+    let tampered = format!("{}.{}.{}", parts[0], b64(richer.to_string().as_bytes()), parts[2]);
+    assert_refused(&p.call_with(&tampered, "write_file").await, 401, Some("invalid_token"));
+}
+
+#[tokio::test]
+async fn issuer_audience_and_times_are_checked() {
+    let p = protected(|r| r).await;
+    let cases = [
+        ("wrong iss", json!({"iss": "https://evil.example"})),
+        ("wrong aud", json!({"aud": "https://elsewhere.example/mcp"})),
+        ("aud array without us", json!({"aud": ["https://a.example", "https://b.example/mcp"]})),
+        ("no aud", json!({"aud": null})),
+        ("expired", json!({"exp": now() - 3600})),
+        ("nbf in the future", json!({"nbf": now() + 3600})),
+        ("no exp", json!({"exp": null})),
+        ("no sub", json!({"sub": null})),
+    ];
+    for (what, changes) in cases {
+        let reply = p.call_with(&p.token_with(changes), "whoami").await;
+        assert_eq!(reply.status, 401, "{what}: {}", reply.body);
+        assert!(challenge(&reply).contains("error=\"invalid_token\""), "{what}");
+    }
+    let array_with_us = p.token_with(json!({"aud": ["https://a.example", p.resource.clone()]}));
+    assert_eq!(p.call_with(&array_with_us, "whoami").await.status, 200);
+    let trailing_slash = p.token_with(json!({"aud": format!("{}/", p.resource)}));
+    assert_eq!(p.call_with(&trailing_slash, "whoami").await.status, 200, "the audience is compared in canonical form");
+    let small_skew = p.token_with(json!({"nbf": now() + 5}));
+    assert_eq!(p.call_with(&small_skew, "whoami").await.status, 200, "a few seconds of clock skew are allowed");
+}
+
+#[tokio::test]
+async fn a_token_in_the_query_string_never_counts() {
+    let p = protected(|r| r).await;
+    let token = p.token_with(json!({}));
+    let body = rpc(1, "tools/call", modern(json!({"name": "whoami", "arguments": {}})));
+    let headers =
+        [JSON_SSE, CT, ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "whoami")];
+    let path = format!("/mcp?access_token={token}");
+    let reply = send(&p.addr, "POST", &path, &headers, &body.to_string(), QUICK).await;
+    assert_refused(&reply, 401, None);
+    assert!(reply.body.contains("Authorization header"), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn missing_scopes_get_403_naming_every_scope_the_request_needs() {
+    let p = protected(|r| r).await;
+    let basic = p.token_with(json!({}));
+    let reply = p.call_with(&basic, "write_file").await;
+    assert_refused(&reply, 403, Some("insufficient_scope"));
+    assert!(challenge(&reply).contains("scope=\"mcp:basic files:write\""), "{}", challenge(&reply));
+    let none = p.token_with(json!({"scope": null}));
+    let reply = p.call_with(&none, "write_file").await;
+    assert_refused(&reply, 403, Some("insufficient_scope"));
+    assert!(challenge(&reply).contains("scope=\"mcp:basic files:write\""));
+    let writer = p.token_with(json!({"scope": "mcp:basic files:write"}));
+    let reply = p.call_with(&writer, "write_file").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["result"]["content"][0]["text"], "written");
+    // A resource's scopes.
+    let read = rpc(2, "resources/read", modern(json!({"uri": "test://secret"})));
+    let headers = |t: &'static str| {
+        vec![
+            JSON_SSE,
+            CT,
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "resources/read"),
+            ("Mcp-Name", "test://secret"),
+            ("Authorization", t),
+        ]
+    };
+    let bearer: &'static str = Box::leak(format!("Bearer {writer}").into_boxed_str());
+    let reply = send(&p.addr, "POST", "/mcp", &headers(bearer), &read.to_string(), QUICK).await;
+    assert_refused(&reply, 403, Some("insufficient_scope"));
+    assert!(challenge(&reply).contains("scope=\"mcp:basic secret:read\""));
+}
+
+#[tokio::test]
+async fn a_scope_hierarchy_lets_a_broad_scope_stand_for_narrow_ones() {
+    let p = protected(|r| r.scope_hierarchy(|granted, needed| needed.starts_with(&format!("{granted}:")))).await;
+    let broad = p.token_with(json!({"scope": "mcp:basic files"}));
+    assert_eq!(p.call_with(&broad, "write_file").await.status, 200);
+    let unrelated = p.token_with(json!({"scope": "mcp:basic mail"}));
+    assert_eq!(p.call_with(&unrelated, "write_file").await.status, 403);
+}
+
+#[tokio::test]
+async fn handlers_see_the_caller_but_not_its_token() {
+    let p = protected(|r| r).await;
+    let token = p.token_with(json!({"sub": "alice@example.com"}));
+    let reply = p.call_with(&token, "whoami").await;
+    let text = reply.json()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    let who: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(who["subject"], "alice@example.com");
+    assert_eq!(who["client"], "c1");
+    assert_eq!(who["scopes"], json!(["mcp:basic"]));
+    assert_eq!(who["issuer"], json!(p.issuer.url));
+    assert!(!who["debug"].as_str().unwrap().contains(&token), "Debug never prints the token");
+}
+
+#[tokio::test]
+async fn tools_list_can_show_only_what_the_token_may_call() {
+    let p = protected(|r| r.list_only_permitted_tools()).await;
+    let list = |token: String| {
+        let addr = p.addr.clone();
+        async move {
+            let body = rpc(1, "tools/list", modern(json!({})));
+            let bearer = format!("Bearer {token}");
+            let headers = [
+                JSON_SSE,
+                CT,
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+                ("Authorization", bearer.as_str()),
+            ];
+            let reply = send(&addr, "POST", "/mcp", &headers, &body.to_string(), QUICK).await;
+            let names: Vec<String> = reply.json()["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect();
+            names
+        }
+    };
+    assert_eq!(list(p.token_with(json!({}))).await, ["whoami"]);
+    assert_eq!(list(p.token_with(json!({"scope": "mcp:basic files:write"}))).await, ["whoami", "write_file"]);
+}
+
+#[tokio::test]
+async fn protected_resource_metadata_is_served_at_both_well_known_paths() {
+    let p = protected(|r| r).await;
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource/mcp/",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/",
+    ] {
+        let reply = send(&p.addr, "GET", path, &[], "", QUICK).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+        let doc = reply.json();
+        assert_eq!(doc["resource"], json!(p.resource), "{path}");
+        assert_eq!(doc["authorization_servers"], json!([p.issuer.url]));
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(doc["scopes_supported"], json!(["files:write", "mcp:basic", "secret:read"]));
+    }
+    assert_eq!(send(&p.addr, "GET", "/.well-known/oauth-protected-resource/other", &[], "", QUICK).await.status, 404);
+    assert_eq!(send(&p.addr, "OPTIONS", "/.well-known/oauth-protected-resource/mcp", &[], "", QUICK).await.status, 204);
+}
+
+#[tokio::test]
+async fn every_revision_gets_the_401_challenge() {
+    let p = protected(|r| r).await;
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let init = rpc(
+            1,
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        let reply = send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT], &init.to_string(), QUICK).await;
+        assert_refused(&reply, 401, None);
+    }
+    let modern_reply = p.call_tool(None, "whoami").await;
+    assert_refused(&modern_reply, 401, None);
+    // 2024-11-05: the event stream and its message endpoint.
+    let sse = send(&p.addr, "GET", "/sse", &[("Accept", "text/event-stream")], "", QUICK).await;
+    assert_refused(&sse, 401, None);
+    let get = send(&p.addr, "GET", "/mcp", &[("Accept", "text/event-stream")], "", QUICK).await;
+    assert_refused(&get, 401, None);
+    let message = send(&p.addr, "POST", "/mcp?sessionId=abc", &[CT], "{}", QUICK).await;
+    assert_refused(&message, 401, None);
+}
+
+#[tokio::test]
+async fn a_legacy_session_belongs_to_the_subject_that_opened_it() {
+    let p = protected(|r| r).await;
+    let alice = format!("Bearer {}", p.token_with(json!({"sub": "alice"})));
+    let bob = format!("Bearer {}", p.token_with(json!({"sub": "bob"})));
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let reply =
+        send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT, ("Authorization", &alice)], &init.to_string(), QUICK).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let sid = reply.header("mcp-session-id").unwrap().to_owned();
+    let call = rpc(2, "tools/call", json!({"name": "whoami", "arguments": {}}));
+    let on = |who: &'static str| -> Vec<(&'static str, &'static str)> {
+        let sid: &'static str = Box::leak(sid.clone().into_boxed_str());
+        vec![JSON_SSE, CT, ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25"), ("Authorization", who)]
+    };
+    let alice: &'static str = Box::leak(alice.into_boxed_str());
+    let bob: &'static str = Box::leak(bob.into_boxed_str());
+    let mine = send(&p.addr, "POST", "/mcp", &on(alice), &call.to_string(), QUICK).await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    let theirs = send(&p.addr, "POST", "/mcp", &on(bob), &call.to_string(), QUICK).await;
+    assert_eq!(theirs.status, 404, "another subject is told the session does not exist: {}", theirs.body);
+    let delete = send(&p.addr, "DELETE", "/mcp", &on(bob), "", QUICK).await;
+    assert_eq!(delete.status, 404, "nor may it end it");
+    assert_eq!(send(&p.addr, "POST", "/mcp", &on(alice), &call.to_string(), QUICK).await.status, 200);
+}
+
+#[tokio::test]
+async fn keys_are_fetched_once_and_again_when_the_issuer_rotates_them() {
+    let p = protected(|r| r).await;
+    let token = p.token_with(json!({}));
+    for _ in 0..20 {
+        assert_eq!(p.call_with(&token, "whoami").await.status, 200);
+    }
+    assert_eq!(p.issuer.fetches(), 1, "the keys are cached, and verified tokens too");
+    // The issuer rotates: a new key, the old one gone.
+    let next = Key::new("k2");
+    *p.issuer.keys.lock().unwrap() = vec![next.jwk()];
+    let mut claims = p.claims();
+    claims["jti"] = json!("after-rotation");
+    let rotated = next.sign(&claims);
+    assert_eq!(p.call_with(&rotated, "whoami").await.status, 200, "an unknown kid fetches the keys again");
+    assert_eq!(p.issuer.fetches(), 2);
+    // Unknown key ids within the cool-down do not make us hammer the issuer.
+    for i in 0..10 {
+        let stranger = Key::new(&format!("x{i}"));
+        assert_eq!(p.call_with(&stranger.sign(&claims), "whoami").await.status, 401);
+    }
+    assert!(p.issuer.fetches() <= 3, "{} fetches", p.issuer.fetches());
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_checked_by_introspection_and_their_audience_too() {
+    let p = protected(|r| r).await;
+    let good = p.call_with("opaque-good", "whoami").await;
+    assert_eq!(good.status, 200, "{}", good.body);
+    let text = good.json()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("carol"), "{text}");
+    assert_refused(&p.call_with("opaque-other", "whoami").await, 401, Some("invalid_token"));
+    assert_refused(&p.call_with("opaque-revoked", "whoami").await, 401, Some("invalid_token"));
+}
+
+#[tokio::test]
+async fn a_batch_needs_the_scopes_of_all_its_calls() {
+    let p = protected(|r| r).await;
+    let token = format!("Bearer {}", p.token_with(json!({"sub": "dana"})));
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let reply =
+        send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT, ("Authorization", &token)], &init.to_string(), QUICK).await;
+    let sid = reply.header("mcp-session-id").unwrap().to_owned();
+    let batch = json!([
+        rpc(2, "tools/call", json!({"name": "whoami", "arguments": {}})),
+        rpc(3, "tools/call", json!({"name": "write_file", "arguments": {}})),
+    ]);
+    let headers = [JSON_SSE, CT, ("Mcp-Session-Id", sid.as_str()), ("Authorization", token.as_str())];
+    let reply = send(&p.addr, "POST", "/mcp", &headers, &batch.to_string(), QUICK).await;
+    assert_refused(&reply, 403, Some("insufficient_scope"));
+    assert!(challenge(&reply).contains("files:write"));
+}
