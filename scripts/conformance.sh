@@ -38,26 +38,48 @@ skip=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "$url"
 
 # --- client scenarios: the suite drives mcp-client-conformance against its own test servers ---
+# Every client scenario of both suites, the OAuth ones (auth/*, their extensions included) too;
+# the alpha's auth scenarios that 2025-11-25 and 2026-07-28 both require run at each wire. Only
+# the skills extension (sep-2640, not built yet) and draft scenarios are left out. One scenario
+# is excused: 0.1.16's auth/2025-03-26-oauth-metadata-backcompat, whose mock serves metadata
+# naming another issuer (fixed upstream in conformance #359); our client refuses it, as the spec
+# says it must.
 cargo build --locked -q -p mcp-stack-cli --bin mcp-client-conformance
 client_bin="$PWD/target/debug/mcp-client-conformance"
 client_failed=0
 client_passed=0
+client_excused=0
+run_client() { # version, cli, scenario, [spec version]
+    local version=$1 cli=$2 s=$3 spec=${4:-}
+    local args=(client --command "$client_bin" --scenario "$s")
+    [ -n "$spec" ] && args+=(--spec-version "$spec")
+    out=$(timeout -k 5 120 "$node" "$cli" "${args[@]}" 2>&1) && rc=0 || rc=$?
+    summary=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^Passed: ' | tail -n 1)
+    if [ "$rc" -eq 0 ] && grep -qE ', 0 failed, 0 warnings' <<<"$summary"; then
+        client_passed=$((client_passed + 1)); verdict=PASS
+    elif [ "$version" = 0.1.16 ] && [ "$s" = auth/2025-03-26-oauth-metadata-backcompat ] \
+        && grep -q 'is for issuer .*/oauth' <<<"$out"; then
+        client_excused=$((client_excused + 1)); verdict=EXCUSED
+    else
+        client_failed=$((client_failed + 1)); verdict=FAIL
+        sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -vE '^(→|←)' | tail -n 30 >&2
+    fi
+    printf '%-8s %-15s %-10s %-45s %s\n' "$verdict" "$version" "${spec:-default}" "$s" "$summary"
+}
 for version in 0.1.16 "$ALPHA"; do
     cli=$(ls "$CONFORMANCE_CACHE"/conformance-"$version"-sdk*/node_modules/@modelcontextprotocol/conformance/dist/index.js | head -n 1)
-    # OAuth scenarios belong to later work; extension and draft ones are not part of a release.
-    scenarios=$("$node" "$cli" list --client | grep -v -e 'auth/' -e '\[extension\]' -e '\[draft\]' | sed -n 's/^  - \([^ ]*\).*/\1/p')
+    listing=$("$node" "$cli" list --client)
+    scenarios=$(grep -v -e '\[draft\]' -e 'sep-2640' <<<"$listing" | sed -n 's/^  - \([^ ]*\).*/\1/p')
     echo "== conformance $version client scenarios" >&2
     for s in $scenarios; do
-        out=$(timeout -k 5 120 "$node" "$cli" client --command "$client_bin" --scenario "$s" 2>&1) && rc=0 || rc=$?
-        summary=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | grep -E '^Passed: ' | tail -n 1)
-        if [ "$rc" -eq 0 ] && grep -qE ', 0 failed, 0 warnings' <<<"$summary"; then
-            client_passed=$((client_passed + 1)); verdict=PASS
-        else
-            client_failed=$((client_failed + 1)); verdict=FAIL
-            sed 's/\x1b\[[0-9;]*m//g' <<<"$out" | tail -n 30 >&2
-        fi
-        printf '%-5s %-10s %-40s %s\n' "$verdict" "$version" "$s" "$summary"
+        run_client "$version" "$cli" "$s"
     done
+    if [ "$version" != 0.1.16 ]; then
+        both=$(grep -E '^  - auth/.*2025-11-25.*2026-07-28' <<<"$listing" | sed -n 's/^  - \([^ ]*\).*/\1/p')
+        for s in $both; do
+            run_client "$version" "$cli" "$s" 2026-07-28
+        done
+    fi
 done
-echo "$client_passed passed, $client_failed failed"
+echo "$client_passed passed, $client_failed failed, $client_excused excused (0.1.16 backcompat mock, conformance #359)"
 [ "$client_failed" -eq 0 ]

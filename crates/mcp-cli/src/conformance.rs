@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp::client::auth::{Grant, Headless, OAuth, OAuthConfig, SigningKey};
 use mcp::client::{Client, ClientOptions, Handlers};
 use serde_json::{json, Map, Value};
 
@@ -28,6 +29,41 @@ fn arguments_for(schema: &Map<String, Value>) -> Value {
         args.insert(name.clone(), value);
     }
     Value::Object(args)
+}
+
+/// OAuth as the scenario needs it: the grant and credentials its context gives, an agent that
+/// follows the mock authorization server's redirects, and a metadata document URL to offer.
+fn oauth_for(scenario: &str, context: &Value) -> Result<OAuth, String> {
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut config = OAuthConfig {
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: Some("https://conformance-test.local/client-metadata.json".into()),
+        client_name: "mcp-rs conformance client".into(),
+        ..OAuthConfig::default()
+    };
+    if let Some(pem) = text("private_key_pem") {
+        let algorithm = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+        config.signing_key = Some(SigningKey::from_pem(&pem, &algorithm).map_err(|e| e.to_string())?);
+    }
+    config.grant = if let Some(jwt) = text("valid_jwt") {
+        Grant::JwtBearer { assertion: jwt }
+    } else if let (Some(endpoint), Some(id_token)) = (text("idp_token_endpoint"), text("idp_id_token")) {
+        Grant::EnterpriseManaged {
+            idp_token_endpoint: endpoint,
+            idp_client_id: text("idp_client_id").unwrap_or_default(),
+            idp_client_secret: text("idp_client_secret"),
+            id_token,
+        }
+    } else if scenario.contains("client-credentials") {
+        Grant::ClientCredentials
+    } else {
+        Grant::AuthorizationCode
+    };
+    let fetcher = mcp::fetch::Fetcher::new(&[]).map_err(|e| e.to_string())?;
+    let agent: Arc<dyn mcp::client::auth::UserAgent> =
+        Arc::new(Headless::new(fetcher, "http://127.0.0.1:3000/callback"));
+    OAuth::new(config, Some(agent)).map_err(|e| e.to_string())
 }
 
 async fn run(url: &str) -> Result<(), String> {
@@ -54,7 +90,9 @@ async fn run(url: &str) -> Result<(), String> {
             })
         }) as mcp::server::BoxFuture<_>
     });
+    let auth: Arc<dyn mcp::client::auth::Authorizer> = Arc::new(oauth_for(&scenario, &context)?);
     let options = ClientOptions {
+        auth: Some(auth),
         client_info: mcp::types::lifecycle::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION")),
         handlers: Handlers { elicitation: Some(elicitation), sampling: Some(sampling), roots: None },
         timeout: Duration::from_secs(20),

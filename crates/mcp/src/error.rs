@@ -158,6 +158,15 @@ impl Error {
     pub fn is_timeout(&self) -> bool {
         matches!(self.kind, ErrorKind::Timeout)
     }
+    /// The server needs authorization this client was not allowed to start (stored tokens
+    /// only, or no way to reach the user): `mcp login` is the remedy.
+    pub fn is_auth_required(&self) -> bool {
+        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == crate::client::AUTH_REQUIRED_CODE)
+    }
+    /// Authorization was tried and failed (refused, misconfigured, unreachable).
+    pub fn is_auth_failed(&self) -> bool {
+        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == crate::client::AUTH_FAILED_CODE)
+    }
     /// The JSON-RPC error the peer answered with.
     pub fn rpc(&self) -> Option<&ErrorObject> {
         match &self.kind {
@@ -172,6 +181,11 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Io(e) => write!(f, "io error: {e}"),
             ErrorKind::Closed => f.write_str("connection closed"),
+            ErrorKind::Rpc(e)
+                if e.code == crate::client::AUTH_REQUIRED_CODE || e.code == crate::client::AUTH_FAILED_CODE =>
+            {
+                f.write_str(&e.message)
+            }
             ErrorKind::Rpc(e) => write!(f, "peer answered with an error: {e}"),
             ErrorKind::Protocol(m) => write!(f, "protocol error: {m}"),
             ErrorKind::Timeout => f.write_str("request timed out"),

@@ -107,12 +107,29 @@ impl Fetcher {
         self.send(Method::POST, url, &all, Some(Bytes::from(json.to_string()))).await
     }
 
+    /// GET `url` and return its answer as is, redirects included (a user agent following an
+    /// authorization flow reads them itself).
+    pub async fn get_once(&self, url: &str, headers: &[(&str, String)]) -> Result<Fetched, String> {
+        self.send_with(Method::GET, url, headers, None, false).await
+    }
+
     async fn send(
         &self,
         method: Method,
         url: &str,
         headers: &[(&str, String)],
         body: Option<Bytes>,
+    ) -> Result<Fetched, String> {
+        self.send_with(method, url, headers, body, true).await
+    }
+
+    async fn send_with(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Option<Bytes>,
+        follow: bool,
     ) -> Result<Fetched, String> {
         let first = check_url(url)?;
         let mut uri = first.clone();
@@ -128,7 +145,7 @@ impl Fetcher {
                 .map_err(|_| format!("{uri} did not answer within {:?}", self.timeout))?
                 .map_err(|e| format!("cannot reach {uri}: {}", crate::client::http::why(&e)))?;
             let status = response.status();
-            if status.is_redirection() {
+            if status.is_redirection() && follow {
                 let location =
                     response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
                 let next = resolve(&uri, location)?;
@@ -151,7 +168,7 @@ impl Fetcher {
 }
 
 /// A redirect target, absolute or relative to `base`.
-fn resolve(base: &Uri, location: &str) -> Result<Uri, String> {
+pub(crate) fn resolve(base: &Uri, location: &str) -> Result<Uri, String> {
     if location.contains("://") {
         return location.parse().map_err(|e| format!("bad redirect {location:?}: {e}"));
     }

@@ -33,6 +33,10 @@ pub(crate) const SESSION_EXPIRED: ErrorCode = ErrorCode(-31001);
 pub(crate) const TRANSPORT_FAILED: ErrorCode = ErrorCode(-31002);
 /// A local error code: the server answered, but with a malformed response.
 pub(crate) const MALFORMED_ANSWER: ErrorCode = ErrorCode(-31003);
+/// A local error code: the server needs authorization this client may not start.
+pub(crate) const AUTH_REQUIRED: ErrorCode = ErrorCode(-31010);
+/// A local error code: authorization failed.
+pub(crate) const AUTH_FAILED: ErrorCode = ErrorCode(-31011);
 
 type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
@@ -471,6 +475,7 @@ impl Core {
         .await;
         let result = match answer {
             Ok(Ok(result)) if result.get("supportedVersions").is_some() => result,
+            Ok(Err(e)) if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED => return Err(Error::from(e)),
             Ok(Err(e)) if e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
                 let supported: Vec<String> = e
                     .data

@@ -15,8 +15,9 @@ use hyper_util::rt::TokioExecutor;
 use mcp_types::RequestId;
 use serde_json::{json, Value};
 
+use super::auth::{AuthError, Authorizer, Refusal};
 use super::connect::Connector;
-use super::core::{Core, Sender, SESSION_EXPIRED, TRANSPORT_FAILED};
+use super::core::{Core, Sender, AUTH_FAILED, AUTH_REQUIRED, SESSION_EXPIRED, TRANSPORT_FAILED};
 use super::sse::{Parser, Resumption};
 use crate::error::Error;
 use crate::server::BoxFuture;
@@ -40,6 +41,7 @@ struct HttpSender {
     connector: Connector,
     url: Uri,
     headers: Vec<(String, String)>,
+    auth: Option<Arc<dyn Authorizer>>,
     state: Mutex<State>,
     inflight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
     core: Weak<Core>,
@@ -53,11 +55,17 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
     }
     let connector = Connector::new(&core.options.ca_files).map_err(Error::from)?;
     let client = HyperClient::builder(TokioExecutor::new()).build(connector.clone());
+    let has_authorization = core.options.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let auth = core.options.auth.clone().filter(|_| !has_authorization);
+    if let Some(auth) = &auth {
+        auth.attach(&url.to_string());
+    }
     let sender = Arc::new(HttpSender {
         client,
         connector,
         url,
         headers: core.options.headers.clone(),
+        auth,
         state: Mutex::new(State::default()),
         inflight: Mutex::new(HashMap::new()),
         core: Arc::downgrade(core),
@@ -65,6 +73,28 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
     core.set_sender(Arc::new(sender));
     Ok(())
+}
+
+/// Why a request could not be sent.
+enum SendFailure {
+    Transport(String),
+    Auth(AuthError),
+}
+
+/// An authorization failure as the JSON-RPC error a request fails with.
+pub(crate) fn auth_error(e: &AuthError) -> mcp_types::ErrorObject {
+    let code = if matches!(e, AuthError::Required(_)) { AUTH_REQUIRED } else { AUTH_FAILED };
+    mcp_types::ErrorObject::new(code, e.to_string())
+}
+
+/// What a request asks, for counting step-ups per operation: the method and the name.
+fn operation(message: Option<&Value>) -> String {
+    let Some(message) = message else { return "GET".into() };
+    let method = message["method"].as_str().unwrap_or("message");
+    match message["params"]["name"].as_str().or(message["params"]["uri"].as_str()) {
+        Some(name) => format!("{method} {name}"),
+        None => method.to_owned(),
+    }
 }
 
 /// Why a request failed, in the words of its deepest cause (a refused connection, a certificate
@@ -95,6 +125,71 @@ fn header_value(value: &str) -> String {
 }
 
 impl HttpSender {
+    /// Sends a request, with credentials when there is an authorizer: a `401`, or a `403` for
+    /// want of scope, goes to it, and the request is sent again when it has new credentials.
+    async fn send_request(
+        &self,
+        method: Method,
+        uri: &Uri,
+        message: Option<&Value>,
+        extra: &[(String, String)],
+    ) -> Result<hyper::Response<hyper::body::Incoming>, SendFailure> {
+        for _attempt in 0..8 {
+            let credentials = match &self.auth {
+                Some(auth) => auth.credentials(method.as_str(), &uri.to_string()).await.map_err(SendFailure::Auth)?,
+                None => Default::default(),
+            };
+            let mut headers = extra.to_vec();
+            headers.extend(credentials.headers.iter().cloned());
+            let request = self.build(method.clone(), uri, message, &headers);
+            let response = self.client.request(request).await.map_err(|e| SendFailure::Transport(why(&e)))?;
+            let status = response.status();
+            let Some(auth) = &self.auth else { return Ok(response) };
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(response);
+            }
+            let values = response.headers().get_all(header::WWW_AUTHENTICATE);
+            let challenges = super::auth::challenge::parse_all(values.iter().filter_map(|v| v.to_str().ok()));
+            let refusal = Refusal {
+                status: status.as_u16(),
+                challenges,
+                dpop_nonce: response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned),
+                operation: operation(message),
+            };
+            match auth.refused(&self.url.to_string(), &refusal, credentials.generation).await {
+                Ok(true) => continue,
+                Ok(false) => return Ok(response),
+                Err(e) => return Err(SendFailure::Auth(e)),
+            }
+        }
+        Err(SendFailure::Auth(AuthError::Refused(format!("{} keeps refusing the credentials it is given", self.url))))
+    }
+
+    /// [`HttpSender::send_request`], a failure reported as request `id`'s error.
+    async fn send_for(
+        &self,
+        id: &RequestId,
+        method: Method,
+        uri: &Uri,
+        message: Option<&Value>,
+        extra: &[(String, String)],
+    ) -> Option<hyper::Response<hyper::body::Incoming>> {
+        match self.send_request(method, uri, message, extra).await {
+            Ok(response) => Some(response),
+            Err(SendFailure::Transport(why)) => {
+                self.fail(id, TRANSPORT_FAILED, format!("cannot reach {}: {why}", self.url));
+                None
+            }
+            Err(SendFailure::Auth(e)) => {
+                let error = auth_error(&e);
+                self.deliver(
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code.0, "message": error.message}}),
+                );
+                None
+            }
+        }
+    }
+
     fn deliver(&self, message: Value) {
         if let Some(core) = self.core.upgrade() {
             match message {
@@ -192,17 +287,12 @@ impl HttpSender {
         let old = self.state.lock().unwrap().old_endpoint.clone();
         if let Some(endpoint) = old {
             // 2024-11-05: the answer comes on the event stream.
-            let request = self.build::<&str>(Method::POST, &endpoint, Some(&message), &[]);
-            if let Err(e) = self.client.request(request).await {
-                self.fail(&id, TRANSPORT_FAILED, format!("POST failed: {}", why(&e)));
-            }
+            let _ = self.send_for(&id, Method::POST, &endpoint, Some(&message), &[]).await;
             return;
         }
         let headers = self.protocol_headers(&message);
-        let request = self.build(Method::POST, &self.url, Some(&message), &headers);
-        let response = match self.client.request(request).await {
-            Ok(r) => r,
-            Err(e) => return self.fail(&id, TRANSPORT_FAILED, format!("cannot reach {}: {}", self.url, why(&e))),
+        let Some(response) = self.send_for(&id, Method::POST, &self.url, Some(&message), &headers).await else {
+            return;
         };
         let status = response.status();
         if message["method"] == "initialize" {
@@ -261,9 +351,12 @@ impl HttpSender {
             };
             tokio::time::sleep(resume.retry).await;
             let version = self.state.lock().unwrap().version.clone();
-            let extra = [("mcp-session-id", session), ("last-event-id", last), ("mcp-protocol-version", version)];
-            let request = self.build(Method::GET, &self.url, None, &extra);
-            match self.client.request(request).await {
+            let extra = [
+                ("mcp-session-id".to_owned(), session),
+                ("last-event-id".to_owned(), last),
+                ("mcp-protocol-version".to_owned(), version),
+            ];
+            match self.send_request(Method::GET, &self.url, None, &extra).await {
                 Ok(r) if r.status().is_success() => body = Some(r.into_body()),
                 _ => break,
             }
@@ -305,12 +398,12 @@ impl HttpSender {
                 return;
             }
             let version = self.state.lock().unwrap().version.clone();
-            let mut extra = vec![("mcp-session-id", session.clone()), ("mcp-protocol-version", version)];
+            let mut extra =
+                vec![("mcp-session-id".to_owned(), session.clone()), ("mcp-protocol-version".to_owned(), version)];
             if let Some(last) = &resume.last_id {
-                extra.push(("last-event-id", last.clone()));
+                extra.push(("last-event-id".to_owned(), last.clone()));
             }
-            let request = self.build(Method::GET, &self.url, None, &extra);
-            let response = match self.client.request(request).await {
+            let response = match self.send_request(Method::GET, &self.url, None, &extra).await {
                 Ok(r) if r.status().is_success() => r,
                 _ => return,
             };
@@ -321,18 +414,11 @@ impl HttpSender {
 
     /// 2024-11-05: GET the event stream, learn the endpoint, then POST `initialize` there.
     async fn open_old_transport(self: Arc<Self>, id: RequestId, initialize: Value) {
-        let request = self.build::<&str>(Method::GET, &self.url, None, &[]);
-        let response = match self.client.request(request).await {
-            Ok(r) if r.status().is_success() => r,
-            Ok(r) => {
-                return self.fail(
-                    &id,
-                    TRANSPORT_FAILED,
-                    format!("HTTP {} on POST and GET: not an MCP endpoint", r.status()),
-                )
-            }
-            Err(e) => return self.fail(&id, TRANSPORT_FAILED, why(&e)),
-        };
+        let Some(response) = self.send_for(&id, Method::GET, &self.url, None, &[]).await else { return };
+        if !response.status().is_success() {
+            let status = response.status();
+            return self.fail(&id, TRANSPORT_FAILED, format!("HTTP {status} on POST and GET: not an MCP endpoint"));
+        }
         let (tx, rx) = tokio::sync::oneshot::channel::<Uri>();
         let me = self.clone();
         tokio::spawn(async move {
@@ -389,12 +475,11 @@ impl Sender for Arc<HttpSender> {
                         let old = me.state.lock().unwrap().old_endpoint.clone();
                         (old.unwrap_or_else(|| me.url.clone()), me.protocol_headers(&message))
                     };
-                    let request = me.build(Method::POST, &uri, Some(&message), &headers);
-                    me.client
-                        .request(request)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| Error::protocol(format!("POST failed: {}", why(&e))))
+                    match me.send_request(Method::POST, &uri, Some(&message), &headers).await {
+                        Ok(_) => Ok(()),
+                        Err(SendFailure::Transport(why)) => Err(Error::protocol(format!("POST failed: {why}"))),
+                        Err(SendFailure::Auth(e)) => Err(Error::from(auth_error(&e))),
+                    }
                 }
             }
         })
@@ -426,8 +511,7 @@ impl Sender for Arc<HttpSender> {
         Box::pin(async move {
             let session = me.state.lock().unwrap().session.take();
             if let Some(session) = session {
-                let request = me.build(Method::DELETE, &me.url, None, &[("mcp-session-id", session)]);
-                let _ = me.client.request(request).await;
+                let _ = me.send_request(Method::DELETE, &me.url, None, &[("mcp-session-id".to_owned(), session)]).await;
             }
         })
     }

@@ -15,6 +15,7 @@
 //! Handlers answer what servers ask of clients (elicitation, sampling, roots), as requests on a
 //! legacy connection and as `input_required` retries on a modern one.
 
+pub mod auth;
 pub(crate) mod connect;
 mod core;
 mod headers;
@@ -40,6 +41,7 @@ use serde_json::{json, Value};
 
 use self::core::Core;
 pub use self::core::Direction;
+pub(crate) use self::core::{AUTH_FAILED as AUTH_FAILED_CODE, AUTH_REQUIRED as AUTH_REQUIRED_CODE};
 pub use stdio::{ServerProcess, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
@@ -88,6 +90,9 @@ pub struct ClientOptions {
     pub tasks: bool,
     /// CA certificates (PEM files) to trust for `https` besides the system's.
     pub ca_files: Vec<std::path::PathBuf>,
+    /// Authorization for HTTP servers (OAuth: [`auth::OAuth`]); ignored when `headers` already
+    /// carry an `Authorization`.
+    pub auth: Option<Arc<dyn auth::Authorizer>>,
 }
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
@@ -119,6 +124,7 @@ impl Default for ClientOptions {
             known_era: None,
             tasks: true,
             ca_files: Vec::new(),
+            auth: None,
         }
     }
 }
@@ -196,8 +202,15 @@ impl Client {
 
     /// Connects to a Streamable HTTP endpoint (or a 2024-11-05 HTTP+SSE one).
     pub async fn connect_http(url: &str, options: ClientOptions) -> Result<Client, Error> {
+        let preflight = options
+            .auth
+            .clone()
+            .filter(|_| !options.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")));
         let core = Core::new(options);
         http::start(&core, url)?;
+        if let Some(auth) = preflight {
+            auth.preflight().await.map_err(|e| Error::from(http::auth_error(&e)))?;
+        }
         core.negotiate(true).await?;
         Ok(Client { core })
     }
