@@ -21,6 +21,14 @@ need_packages() {
 }
 need_packages tmux tinyproxy curl
 
+# The real authorization server the OAuth tests start (npm oidc-provider, pinned by its lockfile).
+fixture=tests/fixtures/oidc-as
+if [ ! -d "$fixture/node_modules/oidc-provider" ] || [ "$fixture/package-lock.json" -nt "$fixture/node_modules" ]; then
+    command -v npm >/dev/null || { echo "npm not found: install Node.js (the OAuth tests need it)" >&2; exit 2; }
+    log "installing the test authorization server (npm ci in $fixture)"
+    npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
+fi
+
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 

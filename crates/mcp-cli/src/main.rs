@@ -10,6 +10,7 @@
 mod early;
 mod elicit;
 mod eras;
+mod login;
 mod output;
 mod target;
 
@@ -31,7 +32,8 @@ use target::Target;
 const EXIT_HELP: &str = "Exit codes:
   0  success
   2  bad command line
-  3  cannot connect (the process did not start, the URL did not answer, no MCP handshake)
+  3  cannot connect (the process did not start, the URL did not answer, no MCP handshake),
+     or the server needs an authorization that was not allowed to start (run mcp login)
   4  protocol error (the server answered with a JSON-RPC error, or broke the protocol)
   5  the tool ran and reported an error (a result with isError: true)
   130  interrupted by Ctrl-C (a task being waited for is cancelled first)";
@@ -83,6 +85,8 @@ struct Cli {
     /// earlier run.
     #[arg(long, global = true)]
     reprobe: bool,
+    #[command(flatten)]
+    auth: login::AuthOptions,
     #[command(subcommand)]
     command: Command,
     /// The stdio server's command line, after `--`.
@@ -94,6 +98,24 @@ struct Cli {
 enum Command {
     /// Lists the servers of --config, with their transport.
     Servers,
+    /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
+    Login {
+        /// The server's URL (or name it with --url, or --config and --server).
+        url: Option<String>,
+    },
+    /// Forgets the stored tokens of a server (or of every server, with --all).
+    Logout {
+        /// The server's URL (or name it with --url, or --config and --server).
+        url: Option<String>,
+        /// Every server's tokens and registrations.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Stored authorizations: `status` (no secrets shown), `token` (prints an access token).
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// What the server is and speaks.
     Discover,
     /// Checks the server answers.
@@ -153,6 +175,18 @@ enum Command {
     },
 }
 
+/// What `mcp auth` does.
+#[derive(Subcommand)]
+enum AuthAction {
+    /// Lists the servers with stored tokens: issuer, client, scopes, expiry.
+    Status,
+    /// Prints a server's access token (refreshed if due) for another program: it is a secret.
+    Token {
+        /// The server's URL (or name it with --url, or --config and --server).
+        url: Option<String>,
+    },
+}
+
 /// What `mcp task` does.
 #[derive(Subcommand)]
 enum TaskAction {
@@ -179,6 +213,7 @@ enum TaskAction {
 enum Failure {
     Interrupted(String),
     Connect(String),
+    AuthRequired(String),
     Protocol(String),
     ToolError(Value),
     Usage(String),
@@ -202,11 +237,11 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
         .collect::<Result<Vec<_>, _>>()?;
     let envs = cli.envs.iter().map(|e| split_pair(e)).collect::<Result<Vec<_>, _>>()?;
     let target = match (&cli.url, &cli.config, cli.server_command.split_first()) {
-        (Some(url), None, None) => Target::Http(url.clone(), headers),
+        (Some(url), None, None) => Target::Http(url.clone(), headers, Default::default()),
         (None, Some(path), None) => match target::from_config(path, cli.server.as_deref()).map_err(Failure::Usage)? {
-            Target::Http(url, mut h) => {
+            Target::Http(url, mut h, oauth) => {
                 h.extend(headers);
-                Target::Http(url, h)
+                Target::Http(url, h, oauth)
             }
             stdio => stdio,
         },
@@ -303,6 +338,9 @@ fn options(cli: &Cli) -> Result<ClientOptions, Failure> {
 }
 
 fn protocol(e: mcp::Error) -> Failure {
+    if e.is_auth_required() {
+        return Failure::AuthRequired(e.to_string());
+    }
     let text = e.to_string();
     Failure::Protocol(text.strip_prefix("protocol error: ").map(str::to_owned).unwrap_or(text))
 }
@@ -314,8 +352,18 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         report(cli, &result);
         return result;
     }
+    if let Some(result) = auth_command(cli).await {
+        if !reported_at_exit(&result) {
+            report(cli, &result);
+        }
+        return result;
+    }
     let target = target(cli)?;
     let mut options = options(cli)?;
+    if let Target::Http(_, _, entry) = &target {
+        let oauth = cli.auth.authorizer(entry, &cli.cacerts).map_err(Failure::Usage)?;
+        options.auth = Some(Arc::new(oauth));
+    }
     // The era of a stdio server is remembered between runs (`mcp discover` always probes).
     let remembered = match &target {
         Target::Stdio(command) if !cli.legacy => Some((eras::Eras::load(), eras::key(command))),
@@ -325,7 +373,13 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     if let Some((eras, key)) = remembered.as_ref().filter(|_| use_memory) {
         options.known_era = eras.get(key);
     }
-    let client = target.connect(options, early).await.map_err(|e| Failure::Connect(format!("{e}")))?;
+    let client = target.connect(options, early).await.map_err(|e| {
+        if e.is_auth_required() {
+            Failure::AuthRequired(e.to_string())
+        } else {
+            Failure::Connect(format!("{e}"))
+        }
+    })?;
     let result = execute(cli, &client).await;
     if let (Some((mut eras, key)), Ok(era)) = (remembered, client.era().await) {
         eras.remember(key, &era);
@@ -337,6 +391,43 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     report(cli, &result);
     let _ = closing.await;
     result
+}
+
+/// The server a login, logout or token command is about: its URL and its entry's settings.
+fn http_target(cli: &Cli, url: Option<&String>) -> Result<(String, target::OAuthEntry), Failure> {
+    if let Some(url) = url {
+        return Ok((url.clone(), Default::default()));
+    }
+    match target(cli)? {
+        Target::Http(url, _, entry) => Ok((url, entry)),
+        Target::Stdio(_) => Err(Failure::Usage(
+            "authorization is for HTTP servers: a stdio server takes its credentials from its environment".into(),
+        )),
+    }
+}
+
+/// `mcp login`, `mcp logout`, `mcp auth ...` (none of them connects as a client).
+async fn auth_command(cli: &Cli) -> Option<Result<Value, Failure>> {
+    let failed = |e: String| Failure::Connect(e);
+    let result = match &cli.command {
+        Command::Login { url } => match http_target(cli, url.as_ref()) {
+            Ok((url, entry)) => login::login(&cli.auth, &url, &entry, &cli.cacerts).await.map_err(failed),
+            Err(e) => Err(e),
+        },
+        Command::Logout { url, all } => {
+            let url = if *all { Ok(None) } else { http_target(cli, url.as_ref()).map(|(u, _)| Some(u)) };
+            url.and_then(|url| login::logout(&cli.auth, url.as_deref(), *all).map_err(Failure::Usage))
+        }
+        Command::Auth { action: AuthAction::Status } => login::status(&cli.auth).map_err(Failure::Usage),
+        Command::Auth { action: AuthAction::Token { url } } => match http_target(cli, url.as_ref()) {
+            Ok((url, entry)) => {
+                login::token(&cli.auth, &url, &entry, &cli.cacerts).await.map_err(Failure::AuthRequired)
+            }
+            Err(e) => Err(e),
+        },
+        _ => return None,
+    };
+    Some(result)
 }
 
 /// `mcp --config FILE servers`.
@@ -351,7 +442,9 @@ fn list_servers(cli: &Cli) -> Result<Value, Failure> {
 async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
     let json = |v: Result<Value, mcp::Error>| v.map_err(protocol);
     match &cli.command {
-        Command::Servers => unreachable!("answered before connecting"),
+        Command::Servers | Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. } => {
+            unreachable!("answered before connecting")
+        }
         Command::Discover => {
             let d = client.description();
             Ok(json!({
@@ -515,6 +608,7 @@ fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
         Ok(value) => (0, value.clone()),
         Err(Failure::Usage(m)) => (2, json!({"error": "usage", "message": m})),
         Err(Failure::Connect(m)) => (3, json!({"error": "cannot connect", "message": m})),
+        Err(Failure::AuthRequired(m)) => (3, json!({"error": "authorization required", "message": m})),
         Err(Failure::Protocol(m)) => (4, json!({"error": "protocol error", "message": m})),
         Err(Failure::ToolError(v)) => (5, v.clone()),
         Err(Failure::Interrupted(m)) => (130, json!({"error": "interrupted", "message": m})),
@@ -539,6 +633,11 @@ fn report(cli: &Cli, result: &Result<Value, Failure>) {
     }
 }
 
+/// Failures before a connection, which `main` reports.
+fn reported_at_exit(result: &Result<Value, Failure>) -> bool {
+    matches!(result, Err(Failure::Usage(_) | Failure::Connect(_) | Failure::AuthRequired(_)))
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let early = early::start(&args);
@@ -551,7 +650,7 @@ fn main() -> ExitCode {
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let result = runtime.block_on(run(&cli, early));
-    if matches!(result, Err(Failure::Usage(_) | Failure::Connect(_))) {
+    if reported_at_exit(&result) {
         report(&cli, &result); // failures before a connection are reported here
     }
     ExitCode::from(outcome(&result).0)
@@ -561,6 +660,9 @@ impl Cli {
     fn command_name(&self) -> String {
         match &self.command {
             Command::Servers => "servers",
+            Command::Login { .. } => "login",
+            Command::Logout { .. } => "logout",
+            Command::Auth { .. } => "auth",
             Command::Discover => "discover",
             Command::Ping => "ping",
             Command::Tools => "tools",

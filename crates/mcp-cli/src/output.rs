@@ -132,6 +132,42 @@ pub fn human(command: &str, value: &Value) -> String {
             }
         }
         "ping" => out.push_str("ok\n"),
+        "login" => {
+            let scopes: Vec<&str> =
+                value["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            out.push_str(&format!(
+                "logged in to {} via {} (scopes: {}; expires {}{})\n",
+                value["loggedIn"].as_str().unwrap_or("?"),
+                value["issuer"].as_str().unwrap_or("?"),
+                if scopes.is_empty() { "none".to_owned() } else { scopes.join(" ") },
+                value["expires"].as_str().unwrap_or("never"),
+                if value["refreshable"] == true { ", renewed automatically" } else { "" },
+            ));
+        }
+        "logout" => out.push_str(&format!("forgot {} stored authorization(s)\n", value["loggedOut"])),
+        "auth" if value.get("accessToken").is_some() => {
+            out.push_str(&format!("{}\n", value["accessToken"].as_str().unwrap_or("")));
+        }
+        "auth" => {
+            let servers = value["servers"].as_array().cloned().unwrap_or_default();
+            if servers.is_empty() {
+                out.push_str("no stored authorizations\n");
+            }
+            for s in servers {
+                let scopes: Vec<&str> =
+                    s["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                out.push_str(&format!(
+                    "{}\n    issuer {}  client {} ({})\n    scopes {}  expires {}{}\n",
+                    s["server"].as_str().unwrap_or("?"),
+                    s["issuer"].as_str().unwrap_or("?"),
+                    s["clientId"].as_str().unwrap_or("?"),
+                    s["registration"].as_str().unwrap_or("?"),
+                    if scopes.is_empty() { "-".to_owned() } else { scopes.join(" ") },
+                    s["expires"].as_str().unwrap_or("never"),
+                    if s["refreshable"] == true { "  (refreshable)" } else { "" },
+                ));
+            }
+        }
         _ => out.push_str(&format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default())),
     }
     out

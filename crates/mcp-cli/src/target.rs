@@ -11,8 +11,46 @@ use serde_json::Value;
 pub enum Target {
     /// A process speaking stdio.
     Stdio(StdioCommand),
-    /// A Streamable HTTP (or HTTP+SSE) URL, with extra headers.
-    Http(String, Vec<(String, String)>),
+    /// A Streamable HTTP (or HTTP+SSE) URL, with extra headers and OAuth settings.
+    Http(String, Vec<(String, String)>, OAuthEntry),
+}
+
+/// The OAuth settings of an `mcpServers` entry (its `oauth` object, as Claude Code writes it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OAuthEntry {
+    /// `clientId`: a pre-registered client.
+    pub client_id: Option<String>,
+    /// `clientSecretFile`: where its secret is (else `MCP_CLIENT_SECRET`).
+    pub client_secret_file: Option<std::path::PathBuf>,
+    /// `clientMetadataUrl`: this client's metadata document.
+    pub client_metadata_url: Option<String>,
+    /// `callbackPort`: the fixed port of `http://localhost:PORT/callback`.
+    pub callback_port: Option<u16>,
+    /// `scopes`: one space-separated string.
+    pub scopes: Vec<String>,
+}
+
+impl OAuthEntry {
+    fn from_json(entry: &Value) -> Result<OAuthEntry, String> {
+        let Some(oauth) = entry.get("oauth") else { return Ok(OAuthEntry::default()) };
+        let text = |k: &str| oauth.get(k).and_then(Value::as_str).map(str::to_owned);
+        let callback_port = match oauth.get("callbackPort") {
+            None => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|p| *p > 0)
+                    .ok_or(format!("oauth.callbackPort must be a port number, not {v}"))?,
+            ),
+        };
+        Ok(OAuthEntry {
+            client_id: text("clientId"),
+            client_secret_file: text("clientSecretFile").map(Into::into),
+            client_metadata_url: text("clientMetadataUrl"),
+            callback_port,
+            scopes: text("scopes").map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
+        })
+    }
 }
 
 impl Target {
@@ -30,7 +68,7 @@ impl Target {
                     Client::connect_stdio(cmd.clone(), options).await
                 }
             },
-            Target::Http(url, headers) => {
+            Target::Http(url, headers, _) => {
                 drop(early);
                 options.headers.extend(headers.iter().cloned());
                 Client::connect_http(url, options).await
@@ -87,7 +125,8 @@ pub fn from_config(path: &Path, name: Option<&str>) -> Result<Target, String> {
             .and_then(Value::as_object)
             .map(|h| h.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
             .unwrap_or_default();
-        return Ok(Target::Http(url.to_owned(), headers));
+        let oauth = OAuthEntry::from_json(entry).map_err(|e| format!("server {name:?}: {e}"))?;
+        return Ok(Target::Http(url.to_owned(), headers, oauth));
     }
     let command = entry
         .get("command")

@@ -1,5 +1,8 @@
-//! What the end-to-end tests share: the binaries under test, and a look at running processes.
+//! What the end-to-end tests share: the binaries under test, a look at running processes, and
+//! the test authorization server.
 #![allow(dead_code)] // each test crate uses its own part
+
+pub mod oidc;
 
 use std::path::PathBuf;
 use std::process::Command;

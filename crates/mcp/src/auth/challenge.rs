@@ -10,6 +10,8 @@ pub(crate) enum Credentials<'a> {
     None,
     /// `Bearer <token>`.
     Bearer(&'a str),
+    /// `DPoP <token>` (RFC 9449): the request also carries a proof.
+    Dpop(&'a str),
     /// A header no client should send (several of them, bad characters, `Bearer` without a
     /// token): `400 invalid_request`.
     Malformed(&'static str),
@@ -27,7 +29,8 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
         return Credentials::Malformed("the Authorization header is not ASCII");
     };
     let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    let dpop = scheme.eq_ignore_ascii_case("dpop");
+    if !scheme.eq_ignore_ascii_case("bearer") && !dpop {
         return Credentials::None;
     }
     let token = rest.trim_matches(' ');
@@ -37,7 +40,11 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     if !is_b64token(token) {
         return Credentials::Malformed("the bearer token has characters a token cannot have");
     }
-    Credentials::Bearer(token)
+    if dpop {
+        Credentials::Dpop(token)
+    } else {
+        Credentials::Bearer(token)
+    }
 }
 
 /// RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
@@ -111,6 +118,7 @@ mod tests {
         assert_eq!(credentials(&with(&["foo"])), Credentials::None);
         assert_eq!(credentials(&with(&["Bearer abc.def-_~+/=="])), Credentials::Bearer("abc.def-_~+/=="));
         assert_eq!(credentials(&with(&["bearer abc"])), Credentials::Bearer("abc"));
+        assert_eq!(credentials(&with(&["DPoP abc"])), Credentials::Dpop("abc"));
         assert!(matches!(credentials(&with(&["Bearer"])), Credentials::Malformed(_)));
         assert!(matches!(credentials(&with(&["Bearer "])), Credentials::Malformed(_)));
         assert!(matches!(credentials(&with(&["Bearer a b"])), Credentials::Malformed(_)));

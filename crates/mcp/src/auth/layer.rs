@@ -15,6 +15,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::challenge::{credentials, Challenge, Credentials};
+use super::dpop::{check_proof, ReplayCache, ALGORITHMS};
 use super::identity::Identity;
 use super::verify::{TokenCache, TokenError};
 use super::{split_origin, ResourceServer, METADATA_PATH};
@@ -31,20 +32,28 @@ struct Shared {
     server: Arc<ResourceServer>,
     router: Router,
     cache: TokenCache,
+    replays: ReplayCache,
     max_body: usize,
 }
 
 impl AuthLayer {
     pub(crate) fn new(server: Arc<ResourceServer>, router: Router) -> Self {
         let cache = TokenCache::new(server.cache_size, server.cache_cap);
-        AuthLayer { shared: Arc::new(Shared { server, router, cache, max_body: 4 * 1024 * 1024 }) }
+        let replays = ReplayCache::default();
+        AuthLayer { shared: Arc::new(Shared { server, router, cache, replays, max_body: 4 * 1024 * 1024 }) }
     }
 
     /// The largest request body read (default 4 MiB, as the endpoint's own default).
     pub fn max_body(self, bytes: usize) -> Self {
         let shared = &self.shared;
         let cache = TokenCache::new(shared.server.cache_size, shared.server.cache_cap);
-        let shared = Shared { server: shared.server.clone(), router: shared.router.clone(), cache, max_body: bytes };
+        let shared = Shared {
+            server: shared.server.clone(),
+            router: shared.router.clone(),
+            cache,
+            replays: ReplayCache::default(),
+            max_body: bytes,
+        };
         AuthLayer { shared: Arc::new(shared) }
     }
 }
@@ -158,8 +167,9 @@ async fn authenticate(
     parts: &http::request::Parts,
     needed: &[String],
 ) -> Result<Identity, Response<Body>> {
-    let token = match credentials(&parts.headers) {
-        Credentials::Bearer(token) => token,
+    let (token, dpop) = match credentials(&parts.headers) {
+        Credentials::Bearer(token) => (token, false),
+        Credentials::Dpop(token) => (token, true),
         Credentials::Malformed(why) => {
             return Err(challenge(shared, StatusCode::BAD_REQUEST, Some("invalid_request"), why, needed));
         }
@@ -209,7 +219,39 @@ async fn authenticate(
         let why = "the token was issued for another resource (its audience does not name this server)";
         return Err(challenge(shared, StatusCode::UNAUTHORIZED, Some("invalid_token"), why, needed));
     }
+    check_binding(shared, parts, token, dpop, &verified.claims)
+        .map_err(|(error, why)| challenge(shared, StatusCode::UNAUTHORIZED, Some(error), &why, needed))?;
     Ok(Identity::new(verified, Arc::from(token)))
+}
+
+/// RFC 9449: a token bound to a key (`cnf.jkt`) needs the `DPoP` scheme and a valid proof; the
+/// `DPoP` scheme needs a bound token.
+fn check_binding(
+    shared: &Shared,
+    parts: &http::request::Parts,
+    token: &str,
+    dpop: bool,
+    claims: &mcp_types::JsonObject,
+) -> Result<(), (&'static str, String)> {
+    let jkt = claims.get("cnf").and_then(|c| c.get("jkt")).and_then(serde_json::Value::as_str);
+    match (jkt, dpop) {
+        (None, false) => Ok(()),
+        (None, true) => Err(("invalid_token", "the DPoP scheme needs a DPoP-bound token".into())),
+        (Some(_), false) => {
+            Err(("invalid_token", "this token is bound to a DPoP key: send it with the DPoP scheme and a proof".into()))
+        }
+        (Some(jkt), true) => {
+            let mut proofs = parts.headers.get_all("dpop").iter();
+            let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+                return Err(("invalid_dpop_proof", "a DPoP request needs exactly one DPoP proof header".into()));
+            };
+            let proof = proof.to_str().map_err(|_| ("invalid_dpop_proof", "the DPoP proof is not ASCII".to_owned()))?;
+            let resource = shared.server.resource.as_deref().unwrap_or_default();
+            let url = format!("{}{}", split_origin(resource).0, parts.uri.path());
+            check_proof(proof, parts.method.as_str(), &url, token, jkt, &shared.replays)
+                .map_err(|why| ("invalid_dpop_proof", why))
+        }
+    }
 }
 
 fn now() -> u64 {
@@ -310,6 +352,14 @@ fn challenge(
     let mut r = oauth_error(status, error.unwrap_or("unauthorized"), why);
     if let Ok(value) = HeaderValue::from_str(&header_value) {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        // The DPoP scheme is accepted too (RFC 9449 §7.1).
+        let dpop_error = if error == Some("invalid_dpop_proof") { ", error=\"invalid_dpop_proof\"" } else { "" };
+        let dpop = format!("DPoP algs=\"{}\"{dpop_error}", ALGORITHMS.join(" "));
+        if let Ok(value) = HeaderValue::from_str(&dpop) {
+            r.headers_mut().append(header::WWW_AUTHENTICATE, value);
+        }
     }
     r.headers_mut().insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("WWW-Authenticate"));
     r

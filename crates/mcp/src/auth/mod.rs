@@ -19,6 +19,7 @@
 //! - the caller's [`Identity`] handed to handlers ([`RequestContext::caller`](crate::RequestContext::caller)).
 
 mod challenge;
+mod dpop;
 mod identity;
 mod layer;
 pub(crate) mod scopes;
@@ -168,6 +169,7 @@ impl ResourceServer {
             "resource": self.resource,
             "authorization_servers": self.authorization_servers,
             "bearer_methods_supported": ["header"],
+            "dpop_signing_alg_values_supported": dpop::ALGORITHMS,
         });
         let scopes: Vec<String> = scopes_supported.into_iter().filter(|s| s != "offline_access").collect();
         if !scopes.is_empty() {

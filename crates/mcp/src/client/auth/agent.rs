@@ -62,12 +62,20 @@ pub struct Browser {
     open: bool,
     show: Arc<dyn Fn(&str) + Send + Sync>,
     wait: Duration,
+    fixed_port: Option<u16>,
 }
 
 impl Browser {
     /// Opens the browser when `open` (and there is a terminal); shows the URL with `show`.
     pub fn new(open: bool, show: impl Fn(&str) + Send + Sync + 'static) -> Browser {
-        Browser { open, show: Arc::new(show), wait: Duration::from_secs(300) }
+        Browser { open, show: Arc::new(show), wait: Duration::from_secs(300), fixed_port: None }
+    }
+
+    /// Always `http://localhost:PORT/callback` (a client registered with that redirect URI, as
+    /// Claude Code's `callbackPort` does); the listener is on 127.0.0.1.
+    pub fn fixed_port(mut self, port: u16) -> Self {
+        self.fixed_port = Some(port);
+        self
     }
 
     /// How long to wait for the user (default five minutes).
@@ -80,6 +88,14 @@ impl Browser {
 impl UserAgent for Browser {
     fn prepare<'a>(&'a self, port: Option<u16>) -> BoxFuture<'a, Result<Box<dyn Redirect>, AuthError>> {
         Box::pin(async move {
+            if let Some(fixed) = self.fixed_port {
+                let listener = tokio::net::TcpListener::bind(("127.0.0.1", fixed)).await.map_err(|e| {
+                    AuthError::Config(format!("cannot listen on 127.0.0.1:{fixed} for the redirect: {e}"))
+                })?;
+                let (show, wait, open) = (self.show.clone(), self.wait, self.open);
+                return Ok(Box::new(Loopback { listener, port: fixed, host: "localhost", open, show, wait })
+                    as Box<dyn Redirect>);
+            }
             let listener = match port {
                 Some(port) => match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
                     Ok(l) => l,
@@ -88,8 +104,8 @@ impl UserAgent for Browser {
                 None => bind_any().await?,
             };
             let port = listener.local_addr().map_err(|e| AuthError::Config(e.to_string()))?.port();
-            Ok(Box::new(Loopback { listener, port, open: self.open, show: self.show.clone(), wait: self.wait })
-                as Box<dyn Redirect>)
+            let (show, wait, open) = (self.show.clone(), self.wait, self.open);
+            Ok(Box::new(Loopback { listener, port, host: "127.0.0.1", open, show, wait }) as Box<dyn Redirect>)
         })
     }
 }
@@ -103,6 +119,7 @@ async fn bind_any() -> Result<tokio::net::TcpListener, AuthError> {
 struct Loopback {
     listener: tokio::net::TcpListener,
     port: u16,
+    host: &'static str,
     open: bool,
     show: Arc<dyn Fn(&str) + Send + Sync>,
     wait: Duration,
@@ -110,7 +127,7 @@ struct Loopback {
 
 impl Redirect for Loopback {
     fn uri(&self) -> String {
-        format!("http://127.0.0.1:{}/callback", self.port)
+        format!("http://{}:{}/callback", self.host, self.port)
     }
 
     fn run(self: Box<Self>, url: String) -> BoxFuture<'static, Result<Callback, AuthError>> {

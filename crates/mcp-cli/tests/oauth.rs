@@ -1,0 +1,343 @@
+//! OAuth end to end, against a real authorization server (oidc-provider) and a protected
+//! `paypedia`: `mcp login` with PKCE through a browser (curl with a cookie jar plays it) and
+//! dynamic registration, calls with the stored token, a refresh with rotation, two processes
+//! refreshing at once, `--stored-auth-only`, `client_credentials`, a token for another resource
+//! refused, key rotation followed without a restart, an opaque token through introspection.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+use common::oidc::{free_port, http, AuthServer};
+use common::{mcp, paypedia};
+
+const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+/// `paypedia --http 127.0.0.1:PORT` with `args`, killed when dropped.
+struct Protected {
+    child: Child,
+    url: String,
+}
+
+impl Protected {
+    fn start(port: u16, args: &[&str]) -> Protected {
+        let mut child = Command::new(paypedia())
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(line.contains("serving MCP"), "paypedia did not start: {line}");
+        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+        Protected { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An authorization server knowing one protected paypedia, and that paypedia.
+fn setup(as_args: &[&str], server_args: &[&str]) -> (AuthServer, Protected) {
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp=paypedia:read,paypedia:batch");
+    let mut args = vec!["--resource", resource.as_str()];
+    args.extend_from_slice(as_args);
+    let auth = AuthServer::start(&args);
+    let mut server = vec!["--auth-issuer", auth.issuer.as_str()];
+    server.extend_from_slice(server_args);
+    let protected = Protected::start(port, &server);
+    (auth, protected)
+}
+
+/// `mcp` with `args`, its tokens in `store`.
+fn run(store: &Path, args: &[&str]) -> Output {
+    Command::new(mcp()).args(args).env("MCP_AUTH_FILE", store).stdin(Stdio::null()).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `mcp login URL --no-browser`, the browser played by curl following every redirect with a
+/// cookie jar, up to the loopback callback.
+fn login(store: &Path, url: &str, extra: &[&str]) -> Output {
+    let mut child = Command::new(mcp())
+        .args(["login", url, "--no-browser"])
+        .args(extra)
+        .env("MCP_AUTH_FILE", store)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let authorize = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break None;
+        }
+        said.push_str(&line);
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http") && w.contains("code_challenge")) {
+            break Some(url.to_owned());
+        }
+    };
+    let authorize = authorize.unwrap_or_else(|| panic!("no authorization URL: {said}"));
+    assert!(
+        authorize.contains("code_challenge_method=S256")
+            && authorize.contains("state=")
+            && authorize.contains("resource=")
+    );
+    let jar = store.with_extension("cookies");
+    let browser = Command::new("curl")
+        .args(["-s", "-L", "--max-redirs", "20", "-c", jar.to_str().unwrap(), "-b", jar.to_str().unwrap(), &authorize])
+        .output()
+        .expect("curl plays the browser (scripts/test.sh installs it)");
+    assert!(
+        String::from_utf8_lossy(&browser.stdout).contains("Authorized"),
+        "{}",
+        String::from_utf8_lossy(&browser.stdout)
+    );
+    let mut out = child.wait_with_output().unwrap();
+    std::io::Read::read_to_end(&mut stderr, &mut out.stderr).unwrap();
+    out
+}
+
+fn stored(store: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(store).unwrap()).unwrap()
+}
+
+fn call_iban(store: &Path, url: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--url", url, "call", "iban_check", "input=FR76 3000 6000 0112 3456 7890 189"];
+    args.extend_from_slice(extra);
+    run(store, &args)
+}
+
+/// Waits until the stored access token is due for renewal (in its last ten seconds).
+fn until_due(store: &Path) {
+    let expires = stored(store)["tokens"][0]["tokens"]["expires_at"].as_u64().unwrap();
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    while expires.saturating_sub(now()) >= 10 {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn login_with_pkce_then_calls_refresh_with_rotation_and_logout() {
+    let (auth, server) = setup(&["--ttl", "14"], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let out = login(&store, &server.url, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("logged in to"), "{}", text(&out));
+    assert_eq!(auth.stats()["registrations"], 1, "dynamic registration");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&store).unwrap().permissions().mode() & 0o777, 0o600);
+    let first = stored(&store);
+    let entry = &first["tokens"][0];
+    assert_eq!(entry["resource"], server.url.as_str());
+    assert_eq!(entry["issuer"], auth.issuer.as_str());
+    let old_refresh = entry["tokens"]["refresh_token"].as_str().expect("a refresh token").to_owned();
+    // Calls use the stored token.
+    let out = call_iban(&store, &server.url, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("VALID"), "{}", text(&out));
+    assert_eq!(auth.tokens("authorization_code"), 1);
+    // Near expiry the token is renewed, and the refresh token rotates.
+    until_due(&store);
+    let out = call_iban(&store, &server.url, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(auth.tokens("refresh_token"), 1, "one refresh");
+    let rotated = stored(&store)["tokens"][0]["tokens"]["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(rotated, old_refresh, "the refresh token rotated");
+    let form = format!(
+        "grant_type=refresh_token&refresh_token={}&client_id={}",
+        old_refresh,
+        entry["client_id"].as_str().unwrap()
+    );
+    let (status, body) = http(
+        "POST",
+        &format!("{}/token", auth.issuer),
+        &[("content-type", "application/x-www-form-urlencoded")],
+        &form,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("invalid_grant"), "the old refresh token no longer works: {body}");
+    // `mcp auth status` shows it without a secret; `mcp logout` forgets it.
+    let status = run(&store, &["auth", "status"]);
+    assert!(text(&status).contains(&server.url) && text(&status).contains("paypedia:read"), "{}", text(&status));
+    assert!(!text(&status).contains(&rotated));
+    let out = run(&store, &["logout", &server.url]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = call_iban(&store, &server.url, &["--stored-auth-only"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("mcp login"), "{}", text(&out));
+    // A second login reuses the registration.
+    assert!(login(&store, &server.url, &[]).status.success());
+    assert_eq!(auth.stats()["registrations"], 1, "the stored registration is reused");
+}
+
+#[test]
+fn two_processes_needing_a_refresh_at_once_make_one_refresh_request() {
+    let (auth, server) = setup(&["--ttl", "14"], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    assert!(login(&store, &server.url, &[]).status.success());
+    until_due(&store);
+    let spawn = || {
+        Command::new(mcp())
+            .args(["--url", &server.url, "call", "iban_check", &format!("input={IBAN}")])
+            .env("MCP_AUTH_FILE", &store)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success(), "{}", text(&a));
+    assert!(b.status.success(), "{}", text(&b));
+    assert_eq!(auth.tokens("refresh_token"), 1, "exactly one refresh request");
+    assert_eq!(auth.refused("refresh_token"), 0, "and no refused one");
+}
+
+#[test]
+fn without_a_stored_token_stored_auth_only_exits_3_and_starts_nothing() {
+    let (auth, server) = setup(&[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let started = Instant::now();
+    let out = call_iban(&store, &server.url, &["--stored-auth-only"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains(&format!("mcp login {}", server.url)), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(auth.stats()["registrations"], 0);
+}
+
+#[test]
+fn client_credentials_with_basic_and_post() {
+    let (_auth, server) = setup(&[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "machine-secret\n").unwrap();
+    for client in ["machine-basic", "machine-post"] {
+        let out = call_iban(
+            &store,
+            &server.url,
+            &[
+                "--client-id",
+                client,
+                "--client-secret-file",
+                secret.to_str().unwrap(),
+                "--client-credentials",
+                "--scope",
+                "paypedia:read",
+            ],
+        );
+        assert!(out.status.success(), "{client}: {}", text(&out));
+        assert!(text(&out).contains("VALID"));
+        let _ = std::fs::remove_file(&store);
+    }
+}
+
+#[test]
+fn a_token_for_another_resource_is_refused() {
+    let port = free_port();
+    let other = "http://127.0.0.1:9/other";
+    let ours = format!("http://127.0.0.1:{port}/mcp=paypedia:read");
+    let auth = AuthServer::start(&["--resource", &ours, "--resource", &format!("{other}=paypedia:read")]);
+    let server = Protected::start(port, &["--auth-issuer", &auth.issuer]);
+    let elsewhere = auth.machine_token("machine-basic", other, "paypedia:read");
+    let mine = auth.machine_token("machine-basic", &server.url, "paypedia:read");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |token: &str| {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        http("POST", &server.url, &headers, body)
+    };
+    let (status, refused) = post(&elsewhere);
+    assert_eq!(status, 401, "{refused}");
+    assert!(refused.contains("another resource"), "{refused}");
+    assert_eq!(post(&mine).0, 200);
+    // And through `mcp`, holding the wrong token as a header.
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_iban(
+        &dir.path().join("oauth.json"),
+        &server.url,
+        &["--header", &format!("Authorization: Bearer {elsewhere}")],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+}
+
+#[test]
+fn a_key_rotation_is_followed_without_a_restart() {
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp=paypedia:read");
+    let mut auth = AuthServer::start(&["--resource", &resource, "--kid", "first"]);
+    let server = Protected::start(port, &["--auth-issuer", &auth.issuer]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let header = |token: &str| format!("Authorization: Bearer {token}");
+    let before = auth.machine_token("machine-basic", &server.url, "paypedia:read");
+    assert!(call_iban(&store, &server.url, &["--header", &header(&before)]).status.success());
+    auth.restart_with_new_keys("second");
+    let after = auth.machine_token("machine-basic", &server.url, "paypedia:read");
+    let kid = |token: &str| {
+        use base64::Engine as _;
+        let head = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap();
+        serde_json::from_slice::<Value>(&head).unwrap()["kid"].as_str().unwrap().to_owned()
+    };
+    assert_ne!(kid(&before), kid(&after), "the keys rotated");
+    let out = call_iban(&store, &server.url, &["--header", &header(&after)]);
+    assert!(out.status.success(), "a token signed by the new key is accepted: {}", text(&out));
+}
+
+#[test]
+fn an_opaque_token_is_accepted_through_introspection() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let auth = AuthServer::start(&["--opaque-resource", &format!("{url}=paypedia:read")]);
+    let dir = tempfile::tempdir().unwrap();
+    let secret: PathBuf = dir.path().join("rs-secret");
+    std::fs::write(&secret, "rs-secret").unwrap();
+    let introspection = format!("{}/token/introspection", auth.issuer);
+    let server = Protected::start(
+        port,
+        &[
+            "--auth-issuer",
+            &auth.issuer,
+            "--auth-introspection",
+            &introspection,
+            "--auth-client-id",
+            "resource-server",
+            "--auth-client-secret-file",
+            secret.to_str().unwrap(),
+        ],
+    );
+    let token = auth.machine_token("machine-basic", &server.url, "paypedia:read");
+    assert_eq!(token.split('.').count(), 1, "an opaque token: {token}");
+    let store = dir.path().join("oauth.json");
+    let out = call_iban(&store, &server.url, &["--header", &format!("Authorization: Bearer {token}")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(auth.stats()["introspections"].as_u64().unwrap() >= 1);
+    let out = call_iban(&store, &server.url, &["--header", "Authorization: Bearer not-a-real-token"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+}
