@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Interoperability with peers no one here wrote: the official TypeScript SDK (npm
-# @modelcontextprotocol/sdk). `mcp` drives a TypeScript server over stdio and Streamable HTTP;
-# the TypeScript client drives mcp-example over both. Installs Node 22 and the SDK when needed.
+# @modelcontextprotocol/sdk) and Python SDK (PyPI mcp). `mcp` drives a TypeScript server over
+# stdio and Streamable HTTP, and one that requires OAuth; the TypeScript client drives
+# mcp-example over both, and over HTTPS; both SDKs' clients, holding a bearer token from the
+# test authorization server, call a protected paypedia. Installs Node 22, the SDKs and the
+# authorization server when needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,14 @@ if [ ! -d "$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesy
     npm install --prefix "$CACHE/fs-$FS_SERVER" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-filesystem@$FS_SERVER" >&2
 fi
 fs_server="$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+PY_SDK=${INTEROP_PY_SDK_VERSION:-2.3.0}
+python="$CACHE/py-mcp-$PY_SDK/bin/python"
+if ! "$python" -c 'import mcp' 2>/dev/null; then
+    python3 -m venv "$CACHE/py-mcp-$PY_SDK" >&2
+    "$CACHE/py-mcp-$PY_SDK/bin/pip" install -q --disable-pip-version-check "mcp==$PY_SDK" >&2
+fi
+fixture=tests/fixtures/oidc-as
+[ -d "$fixture/node_modules/oidc-provider" ] || npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
 export NODE_PATH="$CACHE/sdk-$SDK/node_modules"
 # ES modules resolve from the script's folder: link the SDK's node_modules next to the scripts.
 work=$(mktemp -d)
@@ -28,7 +39,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cp tests/interop/*.mjs "$work/"
 ln -s "$CACHE/sdk-$SDK/node_modules" "$work/node_modules"
 
-cargo build --locked -q -p mcp-stack-cli -p mcp-example
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia
 mcp=./target/debug/mcp
 example=./target/debug/mcp-example
 passed=0; failed=0
@@ -66,6 +77,51 @@ port=$(free_port)
 $example --http "127.0.0.1:$port" 2>/dev/null &
 wait_port "$port"
 expect "the TypeScript client drives mcp-example over HTTP" "OK" "$node" "$work/ts-client.mjs" http "http://127.0.0.1:$port/mcp"
+
+# HTTPS: a certificate from a CA made here; the TypeScript client trusts it through Node's
+# NODE_EXTRA_CA_CERTS, mcp through --cacert.
+tls="$work/tls"; mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+    -days 2 -subj "/CN=mcp-rs interop CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/key.pem" -out "$tls/req.csr" \
+    -subj "/CN=127.0.0.1" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$tls/ext.cnf"
+openssl x509 -req -in "$tls/req.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -out "$tls/cert.pem" \
+    -days 2 -extfile "$tls/ext.cnf" 2>/dev/null
+port=$(free_port)
+$example --http "127.0.0.1:$port" --tls-cert "$tls/cert.pem" --tls-key "$tls/key.pem" 2>/dev/null &
+wait_port "$port"
+expect "the TypeScript client drives mcp-example over HTTPS" "OK" env NODE_EXTRA_CA_CERTS="$tls/ca.pem" "$node" "$work/ts-client.mjs" http "https://127.0.0.1:$port/mcp"
+expect "mcp reaches it with --cacert" "42" $mcp --url "https://127.0.0.1:$port/mcp" --cacert "$tls/ca.pem" call sum a=40 b=2
+
+# OAuth: a real authorization server (oidc-provider), a protected paypedia, a TypeScript server
+# that requires bearer tokens.
+paypedia_port=$(free_port); ts_port=$(free_port)
+"$node" "$fixture/server.mjs" --resource "http://127.0.0.1:$paypedia_port/mcp=paypedia:read,paypedia:batch" \
+    --resource "http://127.0.0.1:$ts_port/mcp=mcp:basic" > "$work/as.out" 2>/dev/null &
+for _ in $(seq 100); do [ -s "$work/as.out" ] && break; sleep 0.1; done
+issuer=$(head -n 1 "$work/as.out" | sed -n 's/.*"issuer":"\([^"]*\)".*/\1/p')
+./target/debug/paypedia --http "127.0.0.1:$paypedia_port" --auth-issuer "$issuer" 2>/dev/null &
+wait_port "$paypedia_port"
+token=$(curl -s -u machine-basic:machine-secret -d grant_type=client_credentials \
+    -d "resource=http://127.0.0.1:$paypedia_port/mcp" -d scope=paypedia:read "$issuer/token" \
+    | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
+expect "the TypeScript client with a bearer token calls a protected paypedia" "OK" "$node" "$work/ts-bearer-client.mjs" "http://127.0.0.1:$paypedia_port/mcp" "$token"
+expect "the Python client with a bearer token calls a protected paypedia" "OK" "$python" tests/interop/py-bearer-client.py "http://127.0.0.1:$paypedia_port/mcp" "$token"
+expect "without the token, the TypeScript client is refused" "401" bash -c '"$0" "$1" "$2" 2>&1; true' "$node" "$work/ts-bearer-client.mjs" "http://127.0.0.1:$paypedia_port/mcp"
+"$node" "$work/ts-auth-server.mjs" "$ts_port" "$issuer" 2>/dev/null &
+wait_port "$ts_port"
+export MCP_AUTH_FILE="$work/oauth.json"
+ts_url="http://127.0.0.1:$ts_port/mcp"
+$mcp login "$ts_url" --no-browser > "$work/login.out" 2> "$work/login.err" &
+login=$!
+for _ in $(seq 100); do grep -q 'code_challenge' "$work/login.err" 2>/dev/null && break; sleep 0.1; done
+authorize=$(grep -o 'http://[^ ]*code_challenge[^ ]*' "$work/login.err" | head -n 1)
+curl -s -L --max-redirs 20 -c "$work/jar" -b "$work/jar" "$authorize" > /dev/null
+wait "$login" && login_rc=0 || login_rc=$?
+check "mcp logs in to a TypeScript server that requires OAuth" test "$login_rc" -eq 0
+expect "and calls it with the token" "HELLO" $mcp --url "$ts_url" call shout text=hello
+unset MCP_AUTH_FILE
 
 echo "interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

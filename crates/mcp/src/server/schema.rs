@@ -24,7 +24,34 @@ pub fn schema_for<T: JsonSchema>() -> JsonObject {
     };
     object.remove("$schema");
     object.remove("title");
+    for value in object.values_mut() {
+        drop_numeric_formats(value);
+    }
     object
+}
+
+/// Removes the `format`s schemars gives numbers (`uint`, `int64`, `double`...): JSON Schema
+/// defines none of them, clients warn about them, and the bounds they imply are already there
+/// as `minimum` and `maximum`.
+fn drop_numeric_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let numeric = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                let digits = f.trim_start_matches("uint").trim_start_matches("int");
+                f == "double"
+                    || f == "float"
+                    || ((f.starts_with("int") || f.starts_with("uint")) && digits.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if numeric {
+                map.remove("format");
+            }
+            for v in map.values_mut() {
+                drop_numeric_formats(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_numeric_formats),
+        _ => {}
+    }
 }
 
 /// A tool's `inputSchema`: the schema of `T`, with `type: "object"` at the root as MCP requires.
@@ -133,6 +160,24 @@ mod tests {
         /// First.
         a: f64,
         b: f64,
+    }
+
+    #[test]
+    fn numbers_carry_bounds_not_made_up_formats() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Counts {
+            n: usize,
+            small: u8,
+            ratio: f64,
+            list: Vec<u32>,
+            when: String,
+        }
+        let schema = Value::Object(input_schema_for::<Counts>());
+        let text = schema.to_string();
+        assert!(!text.contains("\"format\""), "{text}");
+        assert_eq!(schema["properties"]["n"]["minimum"], 0);
+        assert_eq!(schema["properties"]["small"]["maximum"], 255);
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct Discovered {
     pub resource: String,
     /// `scopes_supported` of the resource metadata.
     pub resource_scopes: Vec<String>,
+    /// The resource metadata lists DPoP algorithms: the server takes DPoP-bound tokens.
+    pub resource_dpop: bool,
     /// The authorization server chosen.
     pub server: ServerMetadata,
 }
@@ -190,7 +192,12 @@ pub async fn discover(
     let candidates = metadata_candidates(server_url, challenge);
     let Some(prm) = resource_metadata(fetcher, &candidates, version).await? else {
         let server = legacy_server(fetcher, server_url).await?;
-        return Ok(Discovered { resource: canonical_resource(server_url), resource_scopes: Vec::new(), server });
+        return Ok(Discovered {
+            resource: canonical_resource(server_url),
+            resource_scopes: Vec::new(),
+            resource_dpop: false,
+            server,
+        });
     };
     let resource = match prm.get("resource").and_then(Value::as_str) {
         Some(resource) if resource_covers(resource, server_url) => resource.to_owned(),
@@ -208,7 +215,8 @@ pub async fn discover(
         .or(servers.first())
         .ok_or_else(|| AuthError::Discovery("the server's metadata names no authorization server".into()))?;
     let server = authorization_server(fetcher, issuer).await?;
-    Ok(Discovered { resource, resource_scopes: strings(&prm["scopes_supported"]), server })
+    let resource_dpop = !strings(&prm["dpop_signing_alg_values_supported"]).is_empty();
+    Ok(Discovered { resource, resource_scopes: strings(&prm["scopes_supported"]), resource_dpop, server })
 }
 
 #[cfg(test)]

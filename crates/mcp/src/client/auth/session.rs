@@ -50,6 +50,8 @@ struct Session {
     clients: HashMap<String, Registered>,
     /// The generation a refresh produced last: refused too, it is not refreshed again.
     refreshed: Option<u64>,
+    /// The server has offered the DPoP scheme.
+    rs_dpop: bool,
 }
 
 /// OAuth for one MCP server: an [`Authorizer`] for [`ClientOptions::auth`](crate::client::ClientOptions).
@@ -332,7 +334,14 @@ impl OAuth {
 
     /// Gets new tokens for the server, after `challenge` (a `401`), or with `union` scopes
     /// (a step-up).
-    async fn obtain(&self, challenge: Option<&Challenge>, union: Option<Vec<String>>) -> Result<Current, AuthError> {
+    /// `rs_dpop`: the server's challenges name the DPoP scheme. Tokens are bound to a DPoP key
+    /// only when both the authorization server and the MCP server take them.
+    async fn obtain(
+        &self,
+        challenge: Option<&Challenge>,
+        union: Option<Vec<String>>,
+        rs_dpop: bool,
+    ) -> Result<Current, AuthError> {
         if !self.config.interactive {
             return Err(AuthError::Required(self.login_hint()));
         }
@@ -344,7 +353,8 @@ impl OAuth {
         .await?;
         let scopes = self.scopes_for(challenge, &discovered, union);
         let server = &discovered.server;
-        let dpop = match self.config.dpop && server.dpop_algs.iter().any(|a| a == "ES256") {
+        let both = server.dpop_algs.iter().any(|a| a == "ES256") && (rs_dpop || discovered.resource_dpop);
+        let dpop = match self.config.dpop && both {
             true => Some(DpopKey::generate()?),
             false => None,
         };
@@ -411,9 +421,9 @@ impl OAuth {
     /// token to learn its challenge, then obtains tokens.
     pub async fn login(&self, url: &str) -> Result<LoginSummary, AuthError> {
         self.attach(url);
-        let challenge = self.probe(url).await?;
+        let challenges = self.probe(url).await?;
         let _turn = self.flow.lock().await;
-        let current = self.obtain(challenge.as_ref(), None).await?;
+        let current = self.obtain(bearer(&challenges), None, offers_dpop(&challenges)).await?;
         Ok(LoginSummary {
             issuer: current.issuer,
             resource: current.resource,
@@ -424,20 +434,24 @@ impl OAuth {
         })
     }
 
-    /// The Bearer challenge the server answers a request without a token with. The request is
-    /// a notification no server acts on (a cancellation of nothing), so it changes nothing
-    /// where no authorization is needed.
-    async fn probe(&self, url: &str) -> Result<Option<Challenge>, AuthError> {
+    /// The challenges the server answers a request without a token with (none: no 401). The
+    /// request is a notification no server acts on (a cancellation of nothing), so it changes
+    /// nothing where no authorization is needed.
+    async fn probe(&self, url: &str) -> Result<Vec<Challenge>, AuthError> {
         let body = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": "mcp-authorization-probe", "reason": "probing for authorization"}});
         let accept = ("accept", "application/json, text/event-stream".to_owned());
         let answer = self.fetcher.post_json(url, &body, &[accept]).await.map_err(AuthError::Unreachable)?;
         if answer.status != http::StatusCode::UNAUTHORIZED {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let challenges: Vec<&str> =
             answer.headers.get_all(http::header::WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).collect();
-        Ok(super::challenge::parse_all(challenges).into_iter().find(|c| c.scheme == "bearer"))
+        let mut parsed = super::challenge::parse_all(challenges);
+        if parsed.is_empty() {
+            parsed.push(Challenge { scheme: "bearer".into(), ..Challenge::default() });
+        }
+        Ok(parsed)
     }
 
     /// Gets tokens before the first request when none are held, a person must take part, and
@@ -449,12 +463,15 @@ impl OAuth {
             return Ok(());
         }
         let url = self.lock().server_url.clone();
-        let Ok(Some(challenge)) = self.probe(&url).await else { return Ok(()) };
+        let challenges = match self.probe(&url).await {
+            Ok(challenges) if !challenges.is_empty() => challenges,
+            _ => return Ok(()),
+        };
         let _turn = self.flow.lock().await;
         if self.current().is_some() {
             return Ok(());
         }
-        self.obtain(Some(&challenge), None).await.map(|_| ())
+        self.obtain(bearer(&challenges), None, offers_dpop(&challenges)).await.map(|_| ())
     }
 
     /// Forgets this server's tokens, here and in the store.
@@ -489,7 +506,12 @@ impl OAuth {
                 }
             }
         }
-        let bearer = refusal.challenges.iter().find(|c| c.scheme == "bearer" || c.scheme == "dpop").cloned();
+        let rs_dpop = {
+            let mut s = self.lock();
+            s.rs_dpop |= offers_dpop(&refusal.challenges);
+            s.rs_dpop
+        };
+        let bearer = bearer(&refusal.challenges).cloned();
         let _turn = self.flow.lock().await;
         if self.lock().generation != generation {
             return Ok(true); // renewed while this request was out
@@ -503,7 +525,7 @@ impl OAuth {
                         return Ok(true);
                     }
                 }
-                self.obtain(bearer.as_ref(), None).await?;
+                self.obtain(bearer.as_ref(), None, rs_dpop).await?;
                 Ok(true)
             }
             403 if bearer.as_ref().and_then(|c| c.get("error")) == Some("insufficient_scope") => {
@@ -531,7 +553,7 @@ impl OAuth {
                         union.push(scope);
                     }
                 }
-                self.obtain(Some(&challenge), Some(union)).await?;
+                self.obtain(Some(&challenge), Some(union), rs_dpop).await?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -561,6 +583,16 @@ impl OAuth {
         }
         Ok(self.headers(&current, method, url))
     }
+}
+
+/// The challenge to follow: the Bearer one, else the DPoP one.
+fn bearer(challenges: &[Challenge]) -> Option<&Challenge> {
+    challenges.iter().find(|c| c.scheme == "bearer").or_else(|| challenges.iter().find(|c| c.scheme == "dpop"))
+}
+
+/// Whether the server's challenges offer the DPoP scheme.
+fn offers_dpop(challenges: &[Challenge]) -> bool {
+    challenges.iter().any(|c| c.scheme == "dpop")
 }
 
 fn port_of(uri: &str) -> Option<u16> {
