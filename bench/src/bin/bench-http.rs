@@ -1,6 +1,9 @@
 //! Benchmarks `mcp-example --http` against `http-floor` (hyper + serde_json, no framework) in
 //! one run: `echo` tool calls (2026-07-28, stateless) over keep-alive connections at 1, 16 and
-//! 64 connections, printed as ratios. Exits 1 if a target is missed (`--no-fail`: always 0).
+//! 64 connections, printed as ratios. Then the same server behind the OAuth resource server
+//! (`--auth-issuer`, an ES256 JWT on every request, its keys served by this process) against
+//! itself without authorization, at 16 connections. Exits 1 if a target is missed
+//! (`--no-fail`: always 0).
 //!
 //! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-http`
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
@@ -10,7 +13,103 @@ use std::time::Duration;
 use mcp_bench::http::{load, post_request, HttpProcess};
 use mcp_bench::{report, sibling_binary};
 
+mod issuer {
+    //! An issuer for the benchmark: an ES256 key, its metadata and JWKS on a loopback port.
+
+    use std::convert::Infallible;
+
+    use base64::Engine as _;
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    pub struct Issuer {
+        pub url: String,
+        pkcs8: Vec<u8>,
+    }
+
+    impl Issuer {
+        pub async fn start() -> Issuer {
+            let rng = ring::rand::SystemRandom::new();
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap().as_ref().to_vec();
+            let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng).unwrap();
+            let point = pair.public_key().as_ref().to_vec();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let jwks = serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "bench", "alg": "ES256",
+                "x": b64(&point[1..33]), "y": b64(&point[33..65])}]})
+            .to_string();
+            let metadata = serde_json::json!({"issuer": url, "jwks_uri": format!("{url}/jwks"), "token_endpoint": format!("{url}/token")}).to_string();
+            tokio::spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else { return };
+                    let (jwks, metadata) = (jwks.clone(), metadata.clone());
+                    tokio::spawn(async move {
+                        let service =
+                            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                                let body =
+                                    if request.uri().path() == "/jwks" { jwks.clone() } else { metadata.clone() };
+                                async move { Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(body)))) }
+                            });
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                    });
+                }
+            });
+            Issuer { url, pkcs8 }
+        }
+
+        /// A token for `audience`, valid for an hour.
+        pub fn token(&self, audience: &str) -> String {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            let claims = serde_json::json!({"iss": self.url, "sub": "bench", "aud": audience, "exp": now + 3600, "iat": now, "scope": "mcp"});
+            let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+            header.kid = Some("bench".into());
+            jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_ec_der(&self.pkcs8)).unwrap()
+        }
+    }
+}
+
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+
+/// The same server behind the resource server, a JWT on every request, against itself without
+/// authorization.
+async fn with_a_jwt(headers: &[(&str, &str)]) -> bool {
+    let issuer = issuer::Issuer::start().await;
+    let plain = HttpProcess::start(&sibling_binary("mcp-example"), &["--http", "{addr}"]);
+    let protected =
+        HttpProcess::start(&sibling_binary("mcp-example"), &["--http", "{addr}", "--auth-issuer", &issuer.url]);
+    let bearer = format!("Bearer {}", issuer.token(&format!("http://127.0.0.1:{}/mcp", protected.port)));
+    let mut with_token = headers.to_vec();
+    with_token.push(("Authorization", &bearer));
+    let protected_req = post_request(protected.port, &with_token, BODY);
+    let plain_req = post_request(plain.port, headers, BODY);
+    load(protected.port, &protected_req, 4, Duration::from_millis(500)).await; // warm-up, keys fetched
+    load(plain.port, &plain_req, 4, Duration::from_millis(500)).await;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        a.push(load(protected.port, &protected_req, 16, Duration::from_secs(1)).await);
+        b.push(load(plain.port, &plain_req, 16, Duration::from_secs(1)).await);
+    }
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let ratio = a[1] / b[1];
+    let target = 0.80;
+    report(
+        "echo with a JWT on every request, 16 connections, vs without (req/s)",
+        a[1],
+        b[1],
+        "req/s",
+        ratio,
+        &format!(">= {target:.2}"),
+        ratio >= target,
+    );
+    ratio >= target
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -36,6 +135,7 @@ async fn main() {
         let name = format!("echo over HTTP, {conns} connection(s) (req/s)");
         report(&name, a[1], b[1], "req/s", ratio, &format!(">= {target:.2}"), ratio >= target);
     }
+    ok &= with_a_jwt(&headers).await;
     if !ok && !no_fail {
         std::process::exit(1);
     }

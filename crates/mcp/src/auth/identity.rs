@@ -42,11 +42,18 @@ impl fmt::Debug for Verified {
 pub struct Identity {
     verified: Arc<Verified>,
     token: Arc<str>,
+    account: Arc<str>,
 }
 
 impl Identity {
     pub(crate) fn new(verified: Arc<Verified>, token: Arc<str>) -> Identity {
-        Identity { verified, token }
+        let account = format!("sub:{}#{}", verified.issuer.as_deref().unwrap_or_default(), verified.subject);
+        Identity { verified, token, account: Arc::from(account) }
+    }
+
+    /// What the verifier accepted.
+    pub fn verified(&self) -> &Verified {
+        &self.verified
     }
 
     /// The subject (`sub`): who the token speaks for.
@@ -98,7 +105,7 @@ impl Identity {
 
     /// The account tasks and rate limits count this caller against: issuer and subject.
     pub fn account(&self) -> String {
-        format!("sub:{}#{}", self.issuer().unwrap_or_default(), self.subject())
+        self.account.to_string()
     }
 }
 

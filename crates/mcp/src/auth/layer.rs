@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::challenge::{credentials, Challenge, Credentials};
 use super::dpop::{check_proof, ReplayCache, ALGORITHMS};
 use super::identity::Identity;
-use super::verify::{TokenCache, TokenError};
+use super::verify::{Accepted, TokenCache, TokenError};
 use super::{split_origin, ResourceServer, METADATA_PATH};
 use crate::transport::http::Body;
 use crate::Router;
@@ -182,13 +182,15 @@ async fn authenticate(
             return Err(challenge(shared, StatusCode::UNAUTHORIZED, None, why, needed));
         }
     };
-    let verified = match shared.cache.get(token) {
-        Some(verified) => verified,
+    let accepted = match shared.cache.get(token) {
+        Some(accepted) => accepted,
         None => match shared.server.verifier.verify(token).await {
             Ok(verified) => {
-                let verified = Arc::new(verified);
-                shared.cache.put(token, verified.clone());
-                verified
+                let audience_ok = shared.server.audience_ok(&verified.audience);
+                let identity = Identity::new(Arc::new(verified), Arc::from(token));
+                let accepted = Accepted { identity, audience_ok };
+                shared.cache.put(token, accepted.clone());
+                accepted
             }
             Err(TokenError::Invalid(why)) => {
                 tracing::debug!("refused a token: {why}");
@@ -206,7 +208,8 @@ async fn authenticate(
             }
         },
     };
-    if verified.expires_at.is_some_and(|exp| exp + 30 < now()) {
+    let identity = accepted.identity;
+    if identity.expires_at().is_some_and(|exp| exp + 30 < now()) {
         return Err(challenge(
             shared,
             StatusCode::UNAUTHORIZED,
@@ -215,13 +218,13 @@ async fn authenticate(
             needed,
         ));
     }
-    if !shared.server.audience_ok(&verified.audience) {
+    if !accepted.audience_ok {
         let why = "the token was issued for another resource (its audience does not name this server)";
         return Err(challenge(shared, StatusCode::UNAUTHORIZED, Some("invalid_token"), why, needed));
     }
-    check_binding(shared, parts, token, dpop, &verified.claims)
+    check_binding(shared, parts, token, dpop, identity.claims())
         .map_err(|(error, why)| challenge(shared, StatusCode::UNAUTHORIZED, Some(error), &why, needed))?;
-    Ok(Identity::new(verified, Arc::from(token)))
+    Ok(identity)
 }
 
 /// RFC 9449: a token bound to a key (`cnf.jkt`) needs the `DPoP` scheme and a valid proof; the
@@ -284,7 +287,7 @@ impl Peek<'_> {
 /// minimum (the endpoint then answers its parse error).
 fn needed_scopes(router: &Router, method: &Method, body: &[u8]) -> Vec<String> {
     let rules = router.scope_rules();
-    if *method != Method::POST {
+    if *method != Method::POST || rules.is_empty() {
         return rules.minimum.clone();
     }
     let first = body.iter().find(|b| !b.is_ascii_whitespace());

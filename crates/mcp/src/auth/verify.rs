@@ -419,13 +419,20 @@ impl TokenVerifier for EitherVerifier {
     }
 }
 
-/// The SHA-256 of a token: the cache never holds tokens themselves.
+/// The SHA-256 of a token: the cache is keyed by digests.
 type TokenDigest = [u8; 32];
 
-/// Verified tokens, kept until they expire (at most `max` of them; introspected tokens at most a
-/// minute, so a revocation is seen soon), so a token is not verified again on every request.
+/// A verified token as the layer uses it: the caller, and whether its audience is ours.
+#[derive(Clone)]
+pub(crate) struct Accepted {
+    pub identity: super::Identity,
+    pub audience_ok: bool,
+}
+
+/// Verified tokens, kept until they expire (at most `max` of them, and at most `cap`), so a
+/// token is not verified again on every request.
 pub(crate) struct TokenCache {
-    entries: RwLock<HashMap<TokenDigest, (Arc<Verified>, Instant)>>,
+    entries: RwLock<HashMap<TokenDigest, (Accepted, Instant)>>,
     max: usize,
     cap: Duration,
 }
@@ -440,14 +447,15 @@ impl TokenCache {
         sha2::Sha256::digest(token.as_bytes()).into()
     }
 
-    pub fn get(&self, token: &str) -> Option<Arc<Verified>> {
+    pub fn get(&self, token: &str) -> Option<Accepted> {
         let entries = self.entries.read().unwrap();
-        let (verified, until) = entries.get(&Self::key(token))?;
-        (Instant::now() < *until).then(|| verified.clone())
+        let (accepted, until) = entries.get(&Self::key(token))?;
+        (Instant::now() < *until).then(|| accepted.clone())
     }
 
-    pub fn put(&self, token: &str, verified: Arc<Verified>) {
-        let left = verified.expires_at.map_or(self.cap, |exp| Duration::from_secs(exp.saturating_sub(now())));
+    pub fn put(&self, token: &str, accepted: Accepted) {
+        let expires = accepted.identity.expires_at();
+        let left = expires.map_or(self.cap, |exp| Duration::from_secs(exp.saturating_sub(now())));
         let until = Instant::now() + left.min(self.cap);
         let mut entries = self.entries.write().unwrap();
         if entries.len() >= self.max {
@@ -457,6 +465,6 @@ impl TokenCache {
                 entries.clear(); // a flood of distinct tokens: start over rather than grow
             }
         }
-        entries.insert(Self::key(token), (verified, until));
+        entries.insert(Self::key(token), (accepted, until));
     }
 }

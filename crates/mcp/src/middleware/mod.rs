@@ -157,11 +157,20 @@ pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
         _ => return None,
     };
     #[derive(serde::Deserialize)]
-    struct Fields<'a>(
-        #[serde(borrow)] std::collections::HashMap<std::borrow::Cow<'a, str>, &'a serde_json::value::RawValue>,
-    );
+    struct Fields<'a> {
+        #[serde(borrow, default)]
+        name: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        uri: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default, rename = "taskId")]
+        task_id: Option<&'a serde_json::value::RawValue>,
+    }
     let fields: Fields<'_> = serde_json::from_str(params?).ok()?;
-    let raw = fields.0.get(field)?;
+    let raw = match field {
+        "name" => fields.name,
+        "uri" => fields.uri,
+        _ => fields.task_id,
+    }?;
     serde_json::from_str::<String>(raw.get()).ok()
 }
 

@@ -140,11 +140,11 @@ impl Router {
     }
 
     fn check_scopes(&self, method: &str, raw: &RawParams, cx: &RequestContext) -> Result<(), ErrorObject> {
-        let Some(caller) = cx.caller() else { return Ok(()) };
         let rules = self.scope_rules();
         if rules.is_empty() {
             return Ok(());
         }
+        let Some(caller) = cx.caller() else { return Ok(()) };
         let needed = rules.required(method, middleware::named_item(method, raw.text()).as_deref());
         if rules.satisfied(caller.scopes(), &needed) {
             return Ok(());
