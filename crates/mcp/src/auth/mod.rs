@@ -17,6 +17,29 @@
 //!   template and prompt, plus a minimum for the whole server) checked before any handler runs or
 //!   any stream opens: `403` with an `insufficient_scope` challenge naming every scope needed;
 //! - the caller's [`Identity`] handed to handlers ([`RequestContext::caller`](crate::RequestContext::caller)).
+//!
+//! ```no_run
+//! use mcp::server::{NoArgs, RequestContext, Router, ToolDef, ToolError};
+//! use mcp::transport::http::HttpConfig;
+//!
+//! async fn delete_file(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
+//!     let who = cx.caller().map(|c| c.subject().to_owned()).unwrap_or_default();
+//!     Ok(format!("deleted, for {who}"))
+//! }
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let router = Router::new()
+//!     .tool_def(ToolDef::new("delete_file").scopes(&["files:write"]), delete_file)
+//!     .template_scopes("file:///{path}", &["files:read"])
+//!     .require_scopes(&["mcp"]) // every request
+//!     .scope_hierarchy(|granted, needed| needed.starts_with(&format!("{granted}:")))
+//!     .list_only_permitted_tools()
+//!     .layer(mcp::middleware::AuditLog::to_stderr());
+//! let auth = mcp::auth::ResourceServer::jwt("https://login.example.com")?.resource("https://mcp.example.com/mcp");
+//! let config = HttpConfig { auth: Some(auth), ..HttpConfig::default() };
+//! mcp::transport::http::serve_with_config(router, "0.0.0.0:8443", config).await
+//! # }
+//! ```
 
 mod challenge;
 mod dpop;
