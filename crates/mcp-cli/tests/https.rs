@@ -175,4 +175,3 @@ fn a_renewed_certificate_is_served_without_a_restart() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
-

@@ -35,6 +35,16 @@ impl Fetched {
     }
 }
 
+/// An answer whose body is read as it arrives (a model's streamed reply).
+pub struct Streaming {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its headers.
+    pub headers: HeaderMap,
+    /// Its body.
+    pub body: hyper::body::Incoming,
+}
+
 /// Makes the requests.
 #[derive(Clone)]
 pub struct Fetcher {
@@ -105,6 +115,34 @@ impl Fetcher {
         let mut all = headers.to_vec();
         all.push((header::CONTENT_TYPE.as_str(), "application/json".into()));
         self.send(Method::POST, url, &all, Some(Bytes::from(json.to_string()))).await
+    }
+
+    /// POST JSON to `url` and return the answer before its body is read (no redirect is
+    /// followed), with `timeout` for the answer's head only.
+    pub async fn post_json_streaming(
+        &self,
+        url: &str,
+        json: &serde_json::Value,
+        headers: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<Streaming, String> {
+        let uri = check_url(url)?;
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(uri.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "text/event-stream, application/json");
+        for (k, v) in headers {
+            request = request.header(*k, v.as_str());
+        }
+        let request = request.body(Full::new(Bytes::from(json.to_string()))).map_err(|e| e.to_string())?;
+        let response = tokio::time::timeout(timeout, self.client.request(request))
+            .await
+            .map_err(|_| format!("{uri} did not answer within {timeout:?}"))?
+            .map_err(|e| format!("cannot reach {uri}: {}", crate::client::http::why(&e)))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        Ok(Streaming { status, headers, body: response.into_body() })
     }
 
     /// GET `url` and return its answer as is, redirects included (a user agent following an

@@ -1,0 +1,199 @@
+//! OpenAI Chat Completions (`POST /chat/completions`, streamed), which Ollama, llama.cpp's
+//! server, vLLM and LM Studio also speak: tools as `functions`, calls as `tool_calls` with string
+//! arguments, results as `tool` messages.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+
+use super::{
+    parse_arguments, Endpoint, Message, OnText, Part, Provider, ProviderError, Request, Role, Stop, Turn, Usage,
+};
+
+/// An OpenAI-compatible Chat Completions API.
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    endpoint: Endpoint,
+}
+
+impl OpenAi {
+    /// The API at `base_url` (default `https://api.openai.com/v1`) with `api_key` (none for local
+    /// servers that take none).
+    pub fn new(
+        base_url: Option<&str>,
+        api_key: Option<&str>,
+        ca_files: &[std::path::PathBuf],
+    ) -> Result<OpenAi, String> {
+        let headers = api_key.map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
+        Ok(OpenAi { endpoint: Endpoint::new(base_url.unwrap_or("https://api.openai.com/v1"), headers, ca_files)? })
+    }
+
+    /// The request body.
+    pub fn body(request: &Request) -> Value {
+        let mut messages = vec![json!({"role": "system", "content": request.system})];
+        for m in &request.messages {
+            messages.extend(encode(m));
+        }
+        let mut body = json!({
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": messages,
+        });
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = json!("auto");
+        }
+        body
+    }
+}
+
+/// A message as one or more Chat Completions messages: tool results become `tool` messages.
+fn encode(m: &Message) -> Vec<Value> {
+    let text: String = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    match m.role {
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall { id, name, arguments } => Some(json!({
+                        "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut message =
+                json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            if !calls.is_empty() {
+                message["tool_calls"] = Value::Array(calls);
+            }
+            vec![message]
+        }
+        Role::User => {
+            let mut out: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolResult { id, content, is_error } => {
+                        let content = if *is_error {
+                            format!("ERROR: the tool call failed.\n{content}")
+                        } else {
+                            content.clone()
+                        };
+                        Some(json!({"role": "tool", "tool_call_id": id, "content": content}))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text}));
+            }
+            out
+        }
+    }
+}
+
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    /// By the stream's `index`: id, name, arguments so far.
+    calls: BTreeMap<u64, (String, String, String)>,
+    stop: Option<Stop>,
+    usage: Usage,
+}
+
+impl Assembly {
+    fn on(&mut self, chunk: &Value, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<(), ProviderError> {
+        if let Some(error) = chunk.get("error") {
+            return Err(ProviderError::Transport(
+                error["message"].as_str().unwrap_or("an error in the stream").to_owned(),
+            ));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage.input = usage["prompt_tokens"].as_u64().unwrap_or(self.usage.input);
+            self.usage.output = usage["completion_tokens"].as_u64().unwrap_or(self.usage.output);
+        }
+        for choice in chunk["choices"].as_array().into_iter().flatten() {
+            let delta = &choice["delta"];
+            if let Some(text) = delta["content"].as_str() {
+                self.text.push_str(text);
+                on_text(text);
+            }
+            for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                let entry = self.calls.entry(call["index"].as_u64().unwrap_or(0)).or_default();
+                if let Some(id) = call["id"].as_str() {
+                    entry.0 = id.to_owned();
+                }
+                if let Some(name) = call["function"]["name"].as_str() {
+                    entry.1.push_str(name);
+                }
+                if let Some(arguments) = call["function"]["arguments"].as_str() {
+                    entry.2.push_str(arguments);
+                }
+            }
+            if let Some(reason) = choice["finish_reason"].as_str() {
+                self.stop = Some(match reason {
+                    "stop" => Stop::EndTurn,
+                    "tool_calls" | "function_call" => Stop::ToolUse,
+                    "length" => Stop::MaxTokens,
+                    other => Stop::Other(other.to_owned()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Turn, ProviderError> {
+        let calls: Vec<(String, String, Value)> = self
+            .calls
+            .into_iter()
+            .map(|(index, (id, name, arguments))| {
+                let id = if id.is_empty() { format!("call_{index}") } else { id };
+                (id, name, parse_arguments(&arguments))
+            })
+            .collect();
+        let stop =
+            self.stop.ok_or_else(|| ProviderError::Transport("the stream ended without a finish_reason".into()))?;
+        Ok(Turn { text: self.text, calls, stop, usage: self.usage })
+    }
+}
+
+impl Provider for OpenAi {
+    fn turn<'a>(&'a self, request: &'a Request, on_text: OnText<'a>) -> BoxFuture<'a, Result<Turn, ProviderError>> {
+        Box::pin(async move {
+            let body = OpenAi::body(request);
+            let mut assembly = Assembly::default();
+            self.endpoint
+                .stream("/chat/completions", &body, |event| {
+                    if event.data.trim() == "[DONE]" {
+                        return Ok(());
+                    }
+                    let chunk: Value = serde_json::from_str(&event.data)
+                        .map_err(|e| ProviderError::Transport(format!("a stream chunk is not JSON: {e}")))?;
+                    assembly.on(&chunk, on_text)
+                })
+                .await?;
+            assembly.finish()
+        })
+    }
+
+    fn name(&self) -> &str {
+        "openai"
+    }
+}

@@ -1,0 +1,207 @@
+//! The loop against scripted providers on real loopback HTTP (Anthropic and OpenAI streaming
+//! formats) and MCP servers in memory: the exact request bodies the host sends.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use mcp::server::{NoArgs, RequestContext, Router, ToolDef, ToolError};
+use mcp::types::tools::ToolAnnotations;
+use mcp_host::consent::{Consent, NoOne, Rule};
+use mcp_host::project::Project;
+use mcp_host::provider::{Anthropic, OpenAi, Provider, ProviderError};
+use mcp_host::scripted::{Flavor, ScriptedProvider, Step};
+use mcp_host::servers::{Server, ServerEntry};
+use mcp_host::{Event, Host, HostError, Settings};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    text: String,
+}
+
+fn demo() -> Router {
+    let read_only = ToolAnnotations { read_only_hint: Some(true), ..Default::default() };
+    Router::new()
+        .info("demo", "1")
+        .tool_def(
+            ToolDef::new("echo").description("Echoes text back.").annotations(read_only.clone()),
+            |a: Text, _cx: RequestContext| async move { Ok::<_, ToolError>(format!("echo: {}", a.text)) },
+        )
+        .tool_def(
+            ToolDef::new("broken").description("Always fails.").annotations(read_only),
+            |_: NoArgs, _cx: RequestContext| async move { Err::<String, _>(ToolError::new("the backend is down")) },
+        )
+        .tool("write", "Writes something (no hints).", |_: NoArgs, _cx: RequestContext| async move {
+            Ok::<_, ToolError>("written")
+        })
+}
+
+async fn start_host(provider: Arc<dyn Provider>, settings: Settings) -> (Host, Arc<Mutex<Vec<Event>>>) {
+    let client = mcp::testing::connect(demo()).await;
+    let tools = client.list_tools().await.unwrap();
+    let server = Server::ready(ServerEntry::named("demo", true), client, tools);
+    let project = Arc::new(Mutex::new(Project::ephemeral()));
+    let consent = Arc::new(Consent::new(
+        Vec::new(),
+        vec![Rule::parse("demo/nothing").unwrap()],
+        false,
+        HashSet::new(),
+        project,
+        Arc::new(NoOne),
+    ));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let host = Host::new(provider, settings, vec![server], consent, Arc::new(move |e| sink.lock().unwrap().push(e)));
+    (host, events)
+}
+
+fn anthropic(url: &str) -> Arc<dyn Provider> {
+    Arc::new(Anthropic::new(Some(url), "test-key", &[]).unwrap())
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().or(t["function"]["name"].as_str()).unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn anthropic_tools_results_and_fences_are_where_the_api_wants_them() {
+    let script = vec![
+        Step::Turn(
+            "Let me check.".into(),
+            vec![("demo__echo".into(), json!({"text": "hi"})), ("demo__broken".into(), json!({}))],
+        ),
+        Step::say("The tool said: {last_result}"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let (mut host, events) = start_host(anthropic(&provider.url), Settings::new("claude-test")).await;
+    let answer = host.run("Echo hi please").await.unwrap();
+    assert!(answer.starts_with("The tool said:"), "{answer}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0];
+    assert_eq!(tool_names(first), ["demo__echo", "demo__broken", "demo__write"]);
+    assert_eq!(first["tools"][0]["input_schema"]["type"], "object");
+    assert!(first["system"].as_str().unwrap().contains(host.fence().nonce()), "the fence rule is in the system prompt");
+    assert_eq!(first["stream"], true);
+    let second = &requests[1];
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "user, assistant, tool results");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"][0]["type"], "text");
+    assert_eq!(messages[1]["content"][1]["type"], "tool_use");
+    assert_eq!(messages[1]["content"][1]["input"], json!({"text": "hi"}), "partial JSON was assembled");
+    let results = messages[2]["content"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "user");
+    assert!(results.iter().all(|b| b["type"] == "tool_result"), "results only, results first");
+    assert_eq!(results[0]["tool_use_id"], messages[1]["content"][1]["id"]);
+    assert_eq!(results[0]["is_error"], false);
+    assert_eq!(results[1]["is_error"], true, "an isError result is flagged");
+    let text = results[0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("echo: hi") && text.starts_with(&format!("<untrusted-data nonce=\"{}\"", host.fence().nonce())),
+        "{text}"
+    );
+    let events = events.lock().unwrap();
+    assert!(events.iter().any(|e| matches!(e, Event::Text(t) if t.contains("Let"))), "text streamed");
+}
+
+#[tokio::test]
+async fn openai_tool_calls_and_tool_messages() {
+    let script = vec![Step::call("demo__echo", json!({"text": "ok"})), Step::say("{last_result}")];
+    let provider = ScriptedProvider::start(Flavor::OpenAi, script).await;
+    let openai: Arc<dyn Provider> = Arc::new(OpenAi::new(Some(&provider.url), Some("k"), &[]).unwrap());
+    let (mut host, _) = start_host(openai, Settings::new("gpt-test")).await;
+    let answer = host.run("go").await.unwrap();
+    assert!(answer.contains("echo: ok"), "{answer}");
+    let requests = provider.requests();
+    assert_eq!(requests[0]["messages"][0]["role"], "system");
+    assert_eq!(requests[0]["tools"][0]["type"], "function");
+    assert_eq!(tool_names(&requests[0])[0], "demo__echo");
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let call = &messages[2]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "demo__echo");
+    assert_eq!(call["function"]["arguments"], json!({"text": "ok"}).to_string(), "arguments travel as a string");
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], call["id"]);
+}
+
+#[tokio::test]
+async fn without_a_terminal_a_tool_with_side_effects_is_denied_and_the_model_told() {
+    let script = vec![Step::call("demo__write", json!({})), Step::say("{last_result}")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let (mut host, events) = start_host(anthropic(&provider.url), Settings::new("claude-test")).await;
+    let answer = host.run("write it").await.unwrap();
+    assert!(answer.contains("needs the person's consent") && answer.contains("--allow demo/write"), "{answer}");
+    let results = &provider.requests()[1]["messages"][2]["content"][0];
+    assert_eq!(results["is_error"], true);
+    assert!(events.lock().unwrap().iter().any(|e| matches!(e, Event::Consent { allowed: false, .. })));
+}
+
+#[tokio::test]
+async fn big_tool_lists_are_loaded_on_demand() {
+    let script = vec![
+        Step::call("search_tools", json!({"query": "echo text"})),
+        Step::call("load_tools", json!({"names": ["demo__echo"]})),
+        Step::call("demo__echo", json!({"text": "deferred"})),
+        Step::say("{last_result}"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let mut settings = Settings::new("claude-test");
+    settings.context_window = Some(500);
+    let (mut host, _) = start_host(anthropic(&provider.url), settings).await;
+    assert!(host.deferred());
+    let answer = host.run("echo deferred").await.unwrap();
+    assert!(answer.contains("echo: deferred"), "{answer}");
+    let requests = provider.requests();
+    assert_eq!(tool_names(&requests[0]), ["search_tools", "load_tools"], "no schema until loaded");
+    let found = requests[1]["messages"][2]["content"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(found.contains("demo__echo"), "{found}");
+    assert_eq!(tool_names(&requests[2]), ["search_tools", "load_tools", "demo__echo"], "loaded from then on");
+    assert!(requests[0]["system"].as_str().unwrap().contains("search_tools"));
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_and_a_bad_key_is_said_in_words() {
+    let script = vec![
+        Step::Fail(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#.into(),
+            Some(0),
+        ),
+        Step::say("fine"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let (mut host, _) = start_host(anthropic(&provider.url), Settings::new("claude-test")).await;
+    assert_eq!(host.run("hi").await.unwrap(), "fine");
+    let script = vec![Step::Fail(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#.into(),
+        None,
+    )];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let (mut host, _) = start_host(anthropic(&provider.url), Settings::new("claude-test")).await;
+    match host.run("hi").await {
+        Err(HostError::Provider(ProviderError::Unauthorized(m))) => {
+            assert!(m.contains("invalid x-api-key") && !m.contains("test-key"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_step_limit_stops_a_model_that_never_ends() {
+    let script: Vec<Step> = (0..10).map(|_| Step::call("demo__echo", json!({"text": "again"}))).collect();
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let mut settings = Settings::new("claude-test");
+    settings.max_steps = 3;
+    let (mut host, _) = start_host(anthropic(&provider.url), settings).await;
+    assert!(matches!(host.run("loop").await, Err(HostError::MaxSteps(3, _))));
+    assert_eq!(provider.requests().len(), 3);
+}
