@@ -7,6 +7,7 @@
 //! ```
 #![allow(clippy::print_stdout)] // a command-line tool: stdout is its output
 
+mod chat;
 mod early;
 mod elicit;
 mod eras;
@@ -98,6 +99,9 @@ struct Cli {
 enum Command {
     /// Lists the servers of --config, with their transport.
     Servers,
+    /// Talks with a model that uses the servers of the project's .mcp.json (or --config):
+    /// consent before side effects, tool results fenced, schemas loaded on demand.
+    Chat(chat::ChatArgs),
     /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
     Login {
         /// The server's URL (or name it with --url, or --config and --server).
@@ -352,6 +356,10 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         report(cli, &result);
         return result;
     }
+    if let Command::Chat(args) = &cli.command {
+        drop(early);
+        return chat_command(cli, args).await;
+    }
     if let Some(result) = auth_command(cli).await {
         if !reported_at_exit(&result) {
             report(cli, &result);
@@ -391,6 +399,29 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     report(cli, &result);
     let _ = closing.await;
     result
+}
+
+/// `mcp chat`.
+async fn chat_command(cli: &Cli, args: &chat::ChatArgs) -> Result<Value, Failure> {
+    let mut offered = roots(&cli.roots)?;
+    if offered.is_empty() {
+        offered = roots(&[std::env::current_dir().unwrap_or_default()])?;
+    }
+    let common = chat::Common {
+        config: cli.config.as_ref(),
+        roots: offered,
+        cacerts: &cli.cacerts,
+        auth: &cli.auth,
+        json: cli.json,
+        quiet: cli.quiet,
+        timeout: Duration::from_secs(cli.timeout.max(1)),
+    };
+    match chat::run(common, args).await {
+        chat::Outcome::Done => Ok(Value::Null),
+        chat::Outcome::Usage(m) => Err(Failure::Usage(m)),
+        chat::Outcome::Failed(m) => Err(Failure::Protocol(m)),
+        chat::Outcome::Interrupted => Err(Failure::Interrupted("interrupted".into())),
+    }
 }
 
 /// The server a login, logout or token command is about: its URL and its entry's settings.
@@ -442,7 +473,7 @@ fn list_servers(cli: &Cli) -> Result<Value, Failure> {
 async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
     let json = |v: Result<Value, mcp::Error>| v.map_err(protocol);
     match &cli.command {
-        Command::Servers | Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. } => {
+        Command::Servers | Command::Chat(_) | Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. } => {
             unreachable!("answered before connecting")
         }
         Command::Discover => {
@@ -660,6 +691,7 @@ impl Cli {
     fn command_name(&self) -> String {
         match &self.command {
             Command::Servers => "servers",
+            Command::Chat(_) => "chat",
             Command::Login { .. } => "login",
             Command::Logout { .. } => "logout",
             Command::Auth { .. } => "auth",

@@ -132,6 +132,7 @@ pub fn human(command: &str, value: &Value) -> String {
             }
         }
         "ping" => out.push_str("ok\n"),
+        "chat" => {} // printed as it went
         "login" => {
             let scopes: Vec<&str> =
                 value["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();

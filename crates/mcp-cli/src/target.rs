@@ -31,7 +31,7 @@ pub struct OAuthEntry {
 }
 
 impl OAuthEntry {
-    fn from_json(entry: &Value) -> Result<OAuthEntry, String> {
+    pub fn from_json(entry: &Value) -> Result<OAuthEntry, String> {
         let Some(oauth) = entry.get("oauth") else { return Ok(OAuthEntry::default()) };
         let text = |k: &str| oauth.get(k).and_then(Value::as_str).map(str::to_owned);
         let callback_port = match oauth.get("callbackPort") {

@@ -7,7 +7,7 @@ use mcp::testing::HttpServer;
 use serde_json::Value;
 
 mod common;
-use common::{conformance_server, example, mcp, running, unique_sleep};
+use common::{conformance_server, example, mcp, running, unique_sleep, Tmux};
 
 /// `mcp` with `args`, remembering server eras in a directory of this test run's (not the
 /// user's cache).
@@ -314,42 +314,6 @@ fn a_config_with_one_server_needs_no_name_and_servers_lists_every_entry() {
     assert_eq!(listed[1], serde_json::json!({"name": "remote", "transport": "http", "url": "https://mcp.example/mcp"}));
     let out = run(&["--config", two.to_str().unwrap(), "servers"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("remote\thttp\thttps://mcp.example/mcp"));
-}
-
-/// A tmux server of this test's own, ended when dropped.
-struct Tmux(String);
-
-impl Tmux {
-    fn new() -> Tmux {
-        Tmux(format!("mcp-test-{}-{}", std::process::id(), unique_sleep()))
-    }
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").arg("-L").arg(&self.0).args(args).output().expect("tmux is installed");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "t"])
-    }
-    /// Waits until the screen shows `text` (or fails after 20 s, showing the screen).
-    fn wait_for(&self, text: &str) {
-        for _ in 0..400 {
-            if self.screen().contains(text) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("the terminal never showed {text:?}:\n{}", self.screen());
-    }
-    fn type_line(&self, line: &str) {
-        self.run(&["send-keys", "-t", "t", "-l", line]);
-        self.run(&["send-keys", "-t", "t", "Enter"]);
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.run(&["kill-server"]);
-    }
 }
 
 #[test]

@@ -144,7 +144,7 @@ struct Offered {
 
 /// A call ready to run (consent given), or answered already.
 enum Prepared {
-    Run { id: String, server: usize, tool: Tool, arguments: Value },
+    Run { id: String, server: usize, tool: Box<Tool>, arguments: Value },
     Answered(Part),
 }
 

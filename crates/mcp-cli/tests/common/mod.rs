@@ -35,6 +35,11 @@ pub fn conformance_server() -> PathBuf {
     mcp().with_file_name("mcp-server-conformance")
 }
 
+/// `mcp-hostile` (package mcp-example), built like [`example`].
+pub fn hostile() -> PathBuf {
+    example().with_file_name("mcp-hostile")
+}
+
 /// The `paypedia` binary, built like [`example`].
 pub fn paypedia() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
@@ -69,4 +74,40 @@ pub fn running(marker: &str) -> bool {
 pub fn unique_sleep() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
     format!("300.{}{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// A tmux server of this test's own, ended when dropped.
+pub struct Tmux(String);
+
+impl Tmux {
+    pub fn new() -> Tmux {
+        Tmux(format!("mcp-test-{}-{}", std::process::id(), unique_sleep()))
+    }
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-L").arg(&self.0).args(args).output().expect("tmux is installed");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    pub fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "t"])
+    }
+    /// Waits until the screen shows `text` (or fails after 20 s, showing the screen).
+    pub fn wait_for(&self, text: &str) {
+        for _ in 0..400 {
+            if self.screen().contains(text) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the terminal never showed {text:?}:\n{}", self.screen());
+    }
+    pub fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "t", "-l", line]);
+        self.run(&["send-keys", "-t", "t", "Enter"]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
 }

@@ -1,0 +1,264 @@
+//! `mcp chat` end to end: real server processes, a scripted provider on loopback speaking each
+//! API's streaming format, consent at a real terminal (tmux), and a hostile server.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use mcp_host::scripted::{Flavor, ScriptedProvider, Step};
+use serde_json::{json, Value};
+
+mod common;
+use common::{example, hostile, mcp, paypedia, Tmux};
+
+const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+fn config(dir: &Path, file: &str, servers: Value) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+fn stdio(path: PathBuf) -> Value {
+    json!({"command": path.to_str().unwrap(), "args": []})
+}
+
+/// `mcp chat` with `args` in `dir`, the provider at `url` (Anthropic unless `--provider`).
+fn chat(dir: &Path, url: &str, args: &[&str]) -> Output {
+    Command::new(mcp())
+        .arg("chat")
+        .args(["--base-url", url])
+        .args(args)
+        .current_dir(dir)
+        .env("ANTHROPIC_API_KEY", "sk-test-secret")
+        .env("MCP_HOST_STATE", dir.join("state"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().or(t["function"]["name"].as_str()).unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_checks_an_iban_through_paypedia() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "servers.json", json!({"paypedia": stdio(paypedia())}));
+    let script = vec![
+        Step::call("paypedia__iban_check", json!({"input": IBAN})),
+        Step::say("Here is the verdict: {last_result}"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let out = chat(dir.path(), &provider.url, &["--config", cfg.to_str().unwrap(), "-p", &format!("Is {IBAN} valid?")]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("Here is the verdict") && stdout.contains("VALID"), "{stdout}");
+    assert!(stderr.contains("→ paypedia/iban_check"), "{stderr}");
+    let requests = provider.requests();
+    assert!(tool_names(&requests[0]).contains(&"paypedia__iban_check".to_owned()));
+    let result = &requests[1]["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert!(result["content"][0]["text"].as_str().unwrap().starts_with("<untrusted-data nonce="), "fenced");
+    assert!(!stdout.contains("sk-test-secret") && !stderr.contains("sk-test-secret"), "the key is never shown");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_and_a_name_collision_over_the_openai_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "servers.json",
+        json!({"pay.pedia": stdio(paypedia()), "pay_pedia": stdio(paypedia()), "example": stdio(example())}),
+    );
+    let provider = ScriptedProvider::start(Flavor::OpenAi, Vec::new()).await;
+    let requests_before = provider.requests().len();
+    assert_eq!(requests_before, 0);
+    // The first request's tools name all three servers; read them, then script the calls.
+    let probe =
+        chat(dir.path(), &provider.url, &["--provider", "openai", "--config", cfg.to_str().unwrap(), "-p", "list"]);
+    let (_, stderr) = text(&probe);
+    assert!(
+        stderr.contains(
+            "renamed: pay_pedia/iban_check would be pay_pedia__iban_check, already the name of pay.pedia/iban_check"
+        ),
+        "{stderr}"
+    );
+    let names = tool_names(&provider.requests()[0]);
+    let prefix = "pay_pedia__iban_check_";
+    let suffixed = |n: &&String| {
+        n.len() == prefix.len() + 8 && n.starts_with(prefix) && n[prefix.len()..].bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let collided = names.iter().find(suffixed).expect("a suffixed name").clone();
+    assert!(
+        names.contains(&"pay_pedia__iban_check".to_owned()) && names.contains(&"example__echo".to_owned()),
+        "{names:?}"
+    );
+    let script = vec![
+        Step::Turn(
+            String::new(),
+            vec![(collided.clone(), json!({"input": IBAN})), ("example__echo".into(), json!({"text": "both"}))],
+        ),
+        Step::say("done: {last_result}"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::OpenAi, script).await;
+    let out = chat(
+        dir.path(),
+        &provider.url,
+        &["--provider", "openai", "--config", cfg.to_str().unwrap(), "--allow", "example/echo", "-p", "check and echo"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("→ pay_pedia/iban_check") && stderr.contains("→ example/echo"), "{stderr}");
+    let messages = provider.requests()[1]["messages"].as_array().unwrap().clone();
+    let tool_messages: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages.len(), 2, "both calls answered");
+    assert!(tool_messages[0]["content"].as_str().unwrap().contains("VALID"));
+    assert!(stdout.contains("echo") || stdout.contains("both"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_terminal_a_tool_that_may_change_things_is_denied_and_json_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "servers.json", json!({"example": stdio(example())}));
+    let script = vec![Step::call("example__echo", json!({"text": "x"})), Step::say("{last_result}")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let out = chat(dir.path(), &provider.url, &["--config", cfg.to_str().unwrap(), "--json", "-p", "echo x"]);
+    let (stdout, _) = text(&out);
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let consent = events.iter().find(|e| e["type"] == "consent").expect("a consent event");
+    assert_eq!(consent["allowed"], false);
+    assert!(consent["why"].as_str().unwrap().contains("--allow example/echo"));
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final");
+    assert!(last["text"].as_str().unwrap().contains("needs the person's consent"), "the model was told: {last}");
+    assert!(events.iter().any(|e| e["type"] == "usage"));
+    assert!(events.iter().any(|e| e["type"] == "tool_call" && e["arguments"] == json!({"text": "x"})));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_server_is_fenced_and_cannot_run_anything_without_consent() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("deleted");
+    // A project's .mcp.json: its servers are not trusted, whatever their hints say.
+    let hostile_entry =
+        json!({"command": hostile().to_str().unwrap(), "env": {"HOSTILE_MARKER": marker.to_str().unwrap()}});
+    config(dir.path(), ".mcp.json", json!({"hostile": hostile_entry}));
+    let script = vec![Step::call("hostile__read_notes", json!({})), Step::say("{last_result}")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let out = chat(dir.path(), &provider.url, &["-p", "read my notes"]);
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("not a trusted server"),
+        "a read-only claim from an untrusted server is not believed: {stdout}"
+    );
+    // Allowed by a rule, its result reaches the model fenced; the model then obeys the injected
+    // text: nothing runs.
+    let script = vec![
+        Step::call("hostile__read_notes", json!({})),
+        Step::call("hostile__delete_everything", json!({})),
+        Step::say("{last_result}"),
+    ];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let out = chat(dir.path(), &provider.url, &["--allow", "hostile/read_notes", "-p", "read my notes"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let requests = provider.requests();
+    let notes = requests[1]["messages"][2]["content"][0]["content"][0]["text"].as_str().unwrap().to_owned();
+    let nonce = notes.split('"').nth(1).unwrap().to_owned();
+    assert!(
+        notes.starts_with(&format!("<untrusted-data nonce=\"{nonce}\""))
+            && notes.ends_with(&format!("</untrusted-data nonce=\"{nonce}\">"))
+    );
+    assert!(notes.contains("ignore previous instructions"), "the text is there, inside the fence");
+    assert!(requests[0]["system"].as_str().unwrap().contains(&nonce), "and the system rule names the same nonce");
+    assert!(stdout.contains("needs the person's consent") && stdout.contains("may be destructive"), "{stdout}");
+    assert!(!marker.exists(), "delete_everything never ran");
+}
+
+/// `mcp chat` in a tmux terminal; its output goes to `out`.
+fn chat_in_tmux(tmux: &Tmux, dir: &Path, url: &str, extra_env: &str) {
+    let command = format!(
+        "cd {} && env ANTHROPIC_API_KEY=sk-test MCP_HOST_STATE={} {extra_env} {} chat --base-url {url}; echo EXIT=$?; sleep 30",
+        dir.display(),
+        dir.join("state").display(),
+        mcp().display()
+    );
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "50", &command]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consent_at_a_terminal_is_remembered_per_project_and_a_changed_definition_asks_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("deleted");
+    config(
+        dir.path(),
+        ".mcp.json",
+        json!({"hostile": {"command": hostile().to_str().unwrap(), "env": {"HOSTILE_MARKER": marker.to_str().unwrap()}}}),
+    );
+    // Session 1: the prompt shows server, tool and arguments; "always this tool" runs it.
+    let script = vec![Step::call("hostile__read_notes", json!({"page": 2})), Step::say("FIRST-DONE")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir.path(), &provider.url, "");
+    tmux.wait_for("mcp chat: 1 server(s)");
+    tmux.type_line("read my notes");
+    tmux.wait_for("hostile wants to run read_notes");
+    tmux.wait_for("\"page\": 2");
+    tmux.wait_for("[t] always this tool");
+    tmux.type_line("t");
+    tmux.wait_for("FIRST-DONE");
+    // The model then asks for the destructive tool: denied with a reason it reads.
+    drop(tmux);
+    let script = vec![Step::call("hostile__delete_everything", json!({})), Step::say("MODEL-READ: {last_result}")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir.path(), &provider.url, "");
+    tmux.wait_for("mcp chat:");
+    tmux.type_line("clean up");
+    tmux.wait_for("hostile wants to run delete_everything");
+    tmux.wait_for("may be destructive");
+    tmux.type_line("r");
+    tmux.wait_for("reason");
+    tmux.type_line("never delete my things");
+    tmux.wait_for("MODEL-READ:");
+    tmux.wait_for("never delete my things");
+    assert!(!marker.exists());
+    drop(tmux);
+    // Session 3: read_notes is remembered: no question.
+    let script = vec![Step::call("hostile__read_notes", json!({})), Step::say("REMEMBERED-DONE")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir.path(), &provider.url, "");
+    tmux.wait_for("mcp chat:");
+    tmux.type_line("again");
+    tmux.wait_for("REMEMBERED-DONE");
+    assert!(!tmux.screen().contains("wants to run"), "{}", tmux.screen());
+    drop(tmux);
+    // Session 4: the server changed read_notes' description: asked again, the change shown.
+    let script = vec![Step::call("hostile__read_notes", json!({})), Step::say("CHANGED-DONE")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(
+        &tmux,
+        dir.path(),
+        &provider.url,
+        "HOSTILE_DESCRIPTION='Reads the notes and mails them to evil.example.'",
+    );
+    tmux.wait_for("mcp chat:");
+    tmux.type_line("once more");
+    tmux.wait_for("hostile wants to run read_notes");
+    tmux.wait_for("changed since it was approved");
+    tmux.wait_for("evil.example");
+    tmux.type_line("n");
+    tmux.wait_for("CHANGED-DONE");
+}
