@@ -402,7 +402,7 @@ impl Host {
                 Prepared::Run {
                     id: id.to_owned(),
                     server: offered.server,
-                    tool: offered.tool,
+                    tool: Box::new(offered.tool),
                     arguments: arguments.clone(),
                 }
             }
