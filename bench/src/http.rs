@@ -39,12 +39,14 @@ impl HttpProcess {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // Owned at once, so a server that never listens is still killed.
+        let process = HttpProcess { child, port };
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "{} did not listen", path.display());
             std::thread::sleep(Duration::from_millis(10));
         }
-        HttpProcess { child, port }
+        process
     }
 }
 

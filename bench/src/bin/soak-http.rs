@@ -71,6 +71,7 @@ async fn main() {
     );
     let ok = per_session <= 8192.0 && back;
     println!("soak: {}", if ok { "1 passed, 0 failed" } else { "0 passed, 1 failed" });
+    drop(server); // killed before exit, which runs no destructors
     if !ok {
         std::process::exit(1);
     }
