@@ -48,7 +48,7 @@ pub use context::{Elicitation, RequestContext};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
-pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Structured, ToolDef, ToolHandler};
+pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Rich, Structured, ToolDef, ToolHandler};
 
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;

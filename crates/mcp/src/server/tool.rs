@@ -165,6 +165,28 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Structured<T> {
     }
 }
 
+/// Structured output with content blocks of your own: a text rendering followed by one
+/// `resource_link` per record, say. `T`'s schema becomes the tool's `outputSchema`.
+#[derive(Debug, Clone)]
+pub struct Rich<T> {
+    /// The blocks handed to the model, in order.
+    pub content: Vec<ContentBlock>,
+    /// The structured value, matching the output schema.
+    pub value: T,
+}
+
+impl<T: Serialize + JsonSchema> IntoToolOutput for Rich<T> {
+    fn into_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.value) {
+            Ok(value) => CallToolResult { content: self.content, structured_content: Some(value), ..Default::default() },
+            Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
+        }
+    }
+    fn output_schema() -> Option<JsonObject> {
+        Some(schema_for::<T>())
+    }
+}
+
 /// An async function usable as a tool handler. Implemented for every
 /// `Fn(Args, RequestContext) -> impl Future<Output = Result<Out, ToolError>>`.
 pub trait ToolHandler<Args, Out>: Clone + Send + Sync + 'static {

@@ -1,0 +1,131 @@
+//! Where the records live: SQLite (a file opened read-only) or PostgreSQL (a role that can only
+//! `SELECT`). Both answer the same four questions with the same keys and the same order; errors
+//! leave here as [`StoreError`], which never carries SQL text or a connection string.
+
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+use std::time::Duration;
+
+use crate::model::{Customer, CustomerHit, Interaction, InteractionSummary};
+use crate::query::{InteractionsBefore, Search, SearchAfter};
+
+/// The longest an interaction body may be when read whole (longer ones are cut, with a flag).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Why the database did not answer, in words a model can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The statement ran past the server's timeout and was cancelled.
+    Timeout(Duration),
+    /// The database cannot be reached right now.
+    Unavailable,
+    /// Anything else; the detail (an SQLSTATE or SQLite code, never the SQL) went to the log.
+    Failed,
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Timeout(limit) => write!(
+                f,
+                "The database took longer than {} ms and the search was cancelled; try a longer, more specific \
+                 query, or try again later.",
+                limit.as_millis()
+            ),
+            StoreError::Unavailable => {
+                f.write_str("The customer database cannot be reached right now; try again in a moment.")
+            }
+            StoreError::Failed => f.write_str("The customer database failed to answer; the server's log has details."),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A customer database, opened for reading.
+pub enum Store {
+    /// An SQLite file.
+    Sqlite(sqlite::SqliteStore),
+    /// A PostgreSQL database.
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::PgStore),
+}
+
+impl Store {
+    /// Up to `limit + 1` hits after `after` (one more than asked, to know whether a page follows).
+    pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.search(search, after, limit).await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s.search(search, after, limit).await,
+        }
+    }
+
+    /// The customer `id`, if any.
+    pub async fn customer(&self, id: i64) -> Result<Option<Customer>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.customer(id).await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s.customer(id).await,
+        }
+    }
+
+    /// Up to `limit + 1` of the customer's interactions, newest first, since a time and before a
+    /// cursor.
+    pub async fn interactions(
+        &self,
+        customer_id: i64,
+        since: Option<String>,
+        before: Option<InteractionsBefore>,
+        limit: u32,
+    ) -> Result<Vec<InteractionSummary>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.interactions(customer_id, since, before, limit).await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s.interactions(customer_id, since, before, limit).await,
+        }
+    }
+
+    /// The interaction `id`, whole (its body cut at [`MAX_BODY_BYTES`]).
+    pub async fn interaction(&self, id: i64) -> Result<Option<Interaction>, StoreError> {
+        match self {
+            Store::Sqlite(s) => s.interaction(id).await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s.interaction(id).await,
+        }
+    }
+
+    /// Every customer id and every interaction id, ascending (for completion).
+    pub async fn ids(&self) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
+        match self {
+            Store::Sqlite(s) => s.ids().await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s.ids().await,
+        }
+    }
+
+    /// "SQLite" or "PostgreSQL".
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "SQLite (the file is opened read-only)",
+            #[cfg(feature = "postgres")]
+            Store::Postgres(_) => "PostgreSQL (a role that may only SELECT these tables)",
+        }
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, and whether it was cut.
+pub fn cut(mut s: String, max: usize) -> (String, bool) {
+    if s.len() <= max {
+        return (s, false);
+    }
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    (s, true)
+}

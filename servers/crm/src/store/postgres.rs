@@ -1,0 +1,406 @@
+//! PostgreSQL: a small pool of connections as a role that may only `SELECT` the served tables
+//! (checked at start: a role that can write, create temporary tables or objects, or is a
+//! superuser is refused). Every request is one prepared statement inside a `READ ONLY`
+//! transaction that sets its own `statement_timeout`; nothing here ever sends model text as SQL.
+//!
+//! Search uses `LIKE '%key%'` (the key's `%`, `_` and `\` escaped) on `pg_trgm` GIN indexes over
+//! the same key columns as SQLite, which serves 3+ characters from the index and 1–2 by a scan.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::{cut, StoreError, MAX_BODY_BYTES};
+use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary, Match};
+use crate::query::{InteractionsBefore, Search, SearchAfter};
+
+/// The most connections open at once.
+const MAX_CONNECTIONS: usize = 8;
+
+/// A time as the tools show it.
+macro_rules! utc {
+    ($col:literal) => {
+        concat!("to_char(", $col, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
+    };
+}
+
+const SEARCH: &str = "
+SELECT * FROM (
+  SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
+    CASE WHEN $1::text IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key)
+              OR c.kana_key = $2::text THEN 0
+         WHEN starts_with(c.name_key, $1) OR starts_with(c.kana_key, $1) OR starts_with(c.latin_key, $1)
+              OR starts_with(c.latin_rev_key, $1) OR starts_with(c.email_key, $1)
+              OR starts_with(c.kana_key, $2) THEN 1
+         ELSE 2 END AS rank
+  FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
+  WHERE c.name_key LIKE $6 OR c.kana_key LIKE $6 OR c.latin_key LIKE $6 OR c.latin_rev_key LIKE $6
+     OR c.email_key LIKE $6 OR c.kana_key LIKE $7
+) AS hit
+WHERE (rank, name_len, id) > ($3::int, $4::int, $5::bigint)
+ORDER BY rank, name_len, id LIMIT $8::bigint";
+
+const CUSTOMER: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.name_latin, c.email, c.phone, c.owner, ",
+    utc!("c.created_at"),
+    ", ",
+    utc!("c.updated_at"),
+    ", co.id, co.name, co.domain,
+       (SELECT count(*) FROM crm.interactions i WHERE i.customer_id = c.id),
+       (SELECT ",
+    utc!("max(i.occurred_at)"),
+    " FROM crm.interactions i WHERE i.customer_id = c.id)
+     FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id WHERE c.id = $1::bigint"
+);
+
+const INTERACTIONS: &str = concat!(
+    "SELECT id, ",
+    utc!("occurred_at"),
+    ", channel, subject, left(body, $5::int), char_length(body)::bigint FROM crm.interactions
+     WHERE customer_id = $1::bigint AND occurred_at >= $2::text::timestamptz
+       AND (occurred_at, id) < ($3::text::timestamptz, $4::bigint)
+     ORDER BY occurred_at DESC, id DESC LIMIT $6::bigint"
+);
+
+const INTERACTION: &str = concat!(
+    "SELECT id, customer_id, ",
+    utc!("occurred_at"),
+    ", channel, subject, left(body, $2::int) FROM crm.interactions WHERE id = $1::bigint"
+);
+
+const TIMEOUT: &str = "SELECT set_config('statement_timeout', $1::text, true)";
+
+/// What the serving role may do beyond reading, checked before serving.
+const ROLE_CHECK: &str = "
+SELECT current_user::text, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypassrls,
+  has_database_privilege(current_database(), 'TEMPORARY'),
+  has_schema_privilege('crm', 'CREATE'),
+  has_schema_privilege('public', 'CREATE'),
+  bool_or(has_table_privilege(t, 'INSERT') OR has_table_privilege(t, 'UPDATE') OR has_table_privilege(t, 'DELETE')
+          OR has_table_privilege(t, 'TRUNCATE') OR has_table_privilege(t, 'REFERENCES')
+          OR has_table_privilege(t, 'TRIGGER')),
+  bool_and(has_table_privilege(t, 'SELECT'))
+FROM pg_roles r, unnest(ARRAY['crm.customers', 'crm.companies', 'crm.interactions']) AS t
+WHERE r.rolname = current_user
+GROUP BY 1, 2, 3, 4, 5";
+
+struct Conn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+struct Inner {
+    config: Config,
+    tls: MakeRustlsConnect,
+    idle: Mutex<Vec<Conn>>,
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+/// A PostgreSQL database, served through a read-only role.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+/// `LIKE '%text%'` with the text's own `\`, `%` and `_` escaped (PostgreSQL's escape is `\`).
+pub fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+/// The TLS client configuration: the system's roots, plus `CRM_DATABASE_CA` (a PEM file) if set.
+pub fn tls() -> Result<MakeRustlsConnect, String> {
+    let extra: Vec<std::path::PathBuf> = std::env::var_os("CRM_DATABASE_CA").map(Into::into).into_iter().collect();
+    let config = mcp::tls::client_config(&extra).map_err(|e| format!("TLS set-up: {e}"))?;
+    Ok(MakeRustlsConnect::new((*config).clone()))
+}
+
+/// Parses a connection URL without ever echoing it.
+pub fn parse_url(url: &str) -> Result<Config, String> {
+    url.trim().parse::<Config>().map_err(|_| {
+        "the PostgreSQL URL is not valid (postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...)".to_owned()
+    })
+}
+
+/// Connects once, as the configuration says, and runs the connection on the runtime.
+pub async fn connect(config: &Config, tls: &MakeRustlsConnect) -> Result<Client, String> {
+    let (client, connection) = config.connect(tls.clone()).await.map_err(|e| describe(&e))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// An error in words, without the SQL or the connection string: the server's message and
+/// SQLSTATE, or what failed on the way.
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+    }
+}
+
+impl PgStore {
+    /// Connects and checks that the role can only read.
+    pub async fn open(config: Config, timeout: Duration) -> Result<PgStore, String> {
+        let tls = tls()?;
+        let client = connect(&config, &tls).await?;
+        let row = client.query_opt(ROLE_CHECK, &[]).await.map_err(|e| {
+            format!("the database has no crm tables this role can see ({}); run crm-mcp init first", describe(&e))
+        })?;
+        let row = row.ok_or("the connecting role is not in pg_roles")?;
+        let role: String = row.get(0);
+        let powers = [
+            (1, "is a superuser"),
+            (2, "may create roles"),
+            (3, "may create databases"),
+            (4, "bypasses row security"),
+            (5, "may create temporary tables"),
+            (6, "may create objects in schema crm"),
+            (7, "may create objects in schema public"),
+            (8, "may write to the crm tables"),
+        ];
+        let wrong: Vec<&str> = powers.iter().filter(|(i, _)| row.get::<_, bool>(*i)).map(|(_, what)| *what).collect();
+        if !wrong.is_empty() {
+            return Err(format!(
+                "refusing to serve as role {role:?}: it {}. Connect as the read-only role crm-mcp init creates \
+                 (crm_mcp_ro), which may only SELECT the crm tables.",
+                wrong.join(", ")
+            ));
+        }
+        if !row.get::<_, bool>(9) {
+            return Err(format!("role {role:?} may not read every crm table; run crm-mcp init (it grants SELECT)"));
+        }
+        let inner = Inner {
+            config,
+            tls,
+            idle: Mutex::new(vec![Conn { client, statements: HashMap::new() }]),
+            permits: Semaphore::new(MAX_CONNECTIONS),
+            timeout,
+        };
+        Ok(PgStore { inner: Arc::new(inner) })
+    }
+
+    async fn checkout(&self) -> Result<Conn, StoreError> {
+        let idle = self.inner.idle.lock().ok().and_then(|mut idle| {
+            while let Some(conn) = idle.pop() {
+                if !conn.client.is_closed() {
+                    return Some(conn);
+                }
+            }
+            None
+        });
+        if let Some(conn) = idle {
+            return Ok(conn);
+        }
+        match connect(&self.inner.config, &self.inner.tls).await {
+            Ok(client) => Ok(Conn { client, statements: HashMap::new() }),
+            Err(e) => {
+                eprintln!("crm-mcp: cannot connect to PostgreSQL: {e}");
+                Err(StoreError::Unavailable)
+            }
+        }
+    }
+
+    fn error(&self, e: &tokio_postgres::Error) -> StoreError {
+        match e.code() {
+            Some(code) if *code == tokio_postgres::error::SqlState::QUERY_CANCELED => {
+                StoreError::Timeout(self.inner.timeout)
+            }
+            Some(code) => {
+                eprintln!("crm-mcp: PostgreSQL error, SQLSTATE {}", code.code());
+                StoreError::Failed
+            }
+            None if e.is_closed() => StoreError::Unavailable,
+            None => {
+                eprintln!("crm-mcp: PostgreSQL: {}", describe(e));
+                StoreError::Unavailable
+            }
+        }
+    }
+
+    /// Runs the prepared statement `sql` in a read-only transaction under the timeout.
+    async fn query(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        let _permit = self.inner.permits.acquire().await.map_err(|_| StoreError::Unavailable)?;
+        let mut conn = self.checkout().await?;
+        let result = run(&mut conn, sql, params, self.inner.timeout).await;
+        if !conn.client.is_closed() && result.is_ok() {
+            if let Ok(mut idle) = self.inner.idle.lock() {
+                idle.push(conn);
+            }
+        }
+        result.map_err(|e| self.error(&e))
+    }
+
+    /// See [`super::Store::search`].
+    pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+        let kana = search.kana.clone().unwrap_or_else(|| search.key.clone());
+        let pattern = contains_pattern(&search.key);
+        let kana_pattern = contains_pattern(&kana);
+        let take = i64::from(limit) + 1;
+        let rows = self
+            .query(
+                SEARCH,
+                &[&search.key, &kana, &after.rank, &after.name_len, &after.id, &pattern, &kana_pattern, &take],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let id: i64 = r.get(0);
+                CustomerHit {
+                    id,
+                    name: r.get(1),
+                    name_kana: Some(r.get::<_, String>(2)).filter(|k| !k.is_empty()),
+                    email: r.get(3),
+                    company: r.get(4),
+                    name_len: r.get(5),
+                    matched: Match::from_rank(r.get(6)),
+                    uri: model::customer_uri(id),
+                }
+            })
+            .collect())
+    }
+
+    /// See [`super::Store::customer`].
+    pub async fn customer(&self, id: i64) -> Result<Option<Customer>, StoreError> {
+        let rows = self.query(CUSTOMER, &[&id]).await?;
+        Ok(rows.first().map(|r| {
+            let text = |i: usize| r.get::<_, Option<String>>(i).filter(|s| !s.is_empty());
+            Customer {
+                id: r.get(0),
+                name: r.get(1),
+                name_kana: text(2),
+                name_latin: text(3),
+                email: r.get(4),
+                phone: r.get(5),
+                owner: r.get(6),
+                created_at: r.get(7),
+                updated_at: r.get(8),
+                company: r.get::<_, Option<i64>>(9).map(|cid| Company { id: cid, name: r.get(10), domain: r.get(11) }),
+                interaction_count: r.get(12),
+                last_interaction_at: r.get(13),
+                interactions_uri: format!("{}/interactions", model::customer_uri(id)),
+            }
+        }))
+    }
+
+    /// See [`super::Store::interactions`].
+    pub async fn interactions(
+        &self,
+        customer_id: i64,
+        since: Option<String>,
+        before: Option<InteractionsBefore>,
+        limit: u32,
+    ) -> Result<Vec<InteractionSummary>, StoreError> {
+        let since = since.unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
+        let (at, last) = before.map_or(("9999-12-31T23:59:59Z".to_owned(), i64::MAX), |b| (b.occurred_at, b.id));
+        let chars = model::SNIPPET_CHARS as i32 + 1;
+        let take = i64::from(limit) + 1;
+        let rows = self.query(INTERACTIONS, &[&customer_id, &since, &at, &last, &chars, &take]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let id: i64 = r.get(0);
+                let (snippet, truncated) = model::snippet(r.get(4));
+                InteractionSummary {
+                    id,
+                    occurred_at: r.get(1),
+                    channel: r.get(2),
+                    subject: r.get(3),
+                    snippet,
+                    truncated,
+                    body_chars: r.get(5),
+                    untrusted: true,
+                    uri: model::interaction_uri(id),
+                }
+            })
+            .collect())
+    }
+
+    /// See [`super::Store::interaction`].
+    pub async fn interaction(&self, id: i64) -> Result<Option<Interaction>, StoreError> {
+        let chars = MAX_BODY_BYTES as i32 + 1;
+        let rows = self.query(INTERACTION, &[&id, &chars]).await?;
+        Ok(rows.first().map(|r| {
+            let (body, body_truncated) = cut(r.get(5), MAX_BODY_BYTES);
+            Interaction {
+                id: r.get(0),
+                customer_id: r.get(1),
+                occurred_at: r.get(2),
+                channel: r.get(3),
+                subject: r.get(4),
+                body,
+                body_truncated,
+                untrusted: true,
+            }
+        }))
+    }
+
+    /// See [`super::Store::ids`].
+    pub async fn ids(&self) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
+        let customers = self.query("SELECT id FROM crm.customers ORDER BY id", &[]).await?;
+        let interactions = self.query("SELECT id FROM crm.interactions ORDER BY id", &[]).await?;
+        let ids = |rows: Vec<Row>| rows.iter().map(|r| r.get(0)).collect();
+        Ok((ids(customers), ids(interactions)))
+    }
+}
+
+async fn prepared(conn: &mut Conn, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+    if let Some(statement) = conn.statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = conn.client.prepare(sql).await?;
+    conn.statements.insert(sql, statement.clone());
+    Ok(statement)
+}
+
+async fn run(
+    conn: &mut Conn,
+    sql: &'static str,
+    params: &[&(dyn ToSql + Sync)],
+    timeout: Duration,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let timeout_ms = timeout.as_millis().max(1).to_string();
+    let set_timeout = prepared(conn, TIMEOUT).await?;
+    let statement = prepared(conn, sql).await?;
+    let tx = conn.client.build_transaction().read_only(true).start().await?;
+    tx.query(&set_timeout, &[&timeout_ms]).await?;
+    let rows = tx.query(&statement, params).await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("100%_"), "%100\\%\\_%");
+        assert_eq!(contains_pattern("a\\b"), "%a\\\\b%");
+        assert_eq!(contains_pattern("山田"), "%山田%");
+    }
+}
