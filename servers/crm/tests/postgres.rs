@@ -1,0 +1,282 @@
+//! `crm-mcp` on a real PostgreSQL: a throwaway cluster this test starts (Debian's
+//! `postgresql-15`, as the `postgres` user when run as root, on a free loopback port, SCRAM
+//! passwords), `crm-mcp init`, the same suite as SQLite, and the security tests: the serving
+//! role cannot write even after `BEGIN READ WRITE` or `COMMIT;` tricks, has no temporary tables,
+//! cannot stack statements, and the server's statement timeout fires. A missing PostgreSQL is a
+//! failure, never a skip.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{call, full_suite, hit_ids, spawn, text};
+use serde_json::json;
+
+const ADMIN_PASSWORD: &str = "admin-Secret-4242";
+const RO_PASSWORD: &str = "ro-Secret-Pass-9876";
+
+fn bin_dir() -> PathBuf {
+    let candidates = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"];
+    candidates.iter().map(PathBuf::from).find(|d| d.join("initdb").exists()).unwrap_or_else(|| {
+        panic!("PostgreSQL is not installed (no initdb in {candidates:?}): apt-get install postgresql-15 postgresql-contrib")
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0\n")).unwrap_or(false)
+}
+
+/// A cluster in a temporary directory, stopped (by its pid) when dropped.
+struct Cluster {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+fn run_as(as_postgres: bool, program: &Path, args: &[&str]) -> Output {
+    let mut command = if as_postgres {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    command.args(args).env("LC_ALL", "C.UTF-8").output().expect("run a PostgreSQL program")
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let bin = bin_dir();
+        let as_postgres = is_root();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let data = root.join("data");
+        let pwfile = root.join("pw");
+        std::fs::write(&pwfile, ADMIN_PASSWORD).unwrap();
+        if as_postgres {
+            let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(root).status().unwrap();
+            assert!(chown.success());
+        }
+        let out = run_as(
+            as_postgres,
+            &bin.join("initdb"),
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--pwfile",
+                pwfile.to_str().unwrap(),
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ],
+        );
+        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            root.display()
+        );
+        let log = root.join("log");
+        let out = run_as(
+            as_postgres,
+            &bin.join("pg_ctl"),
+            &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-w", "-o", &options, "start"],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {} {}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        Cluster { _dir: dir, data, port, as_postgres }
+    }
+
+    fn url(&self, user: &str, password: &str, db: &str) -> String {
+        format!("postgres://{user}:{password}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
+    }
+
+    fn admin(&self, db: &str) -> String {
+        self.url("postgres", ADMIN_PASSWORD, db)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let pid = std::fs::read_to_string(self.data.join("postmaster.pid")).ok();
+        if let Some(pid) = pid.as_deref().and_then(|t| t.lines().next()).and_then(|p| p.trim().parse::<i32>().ok()) {
+            // SIGQUIT: immediate shutdown; then wait for the pid to go.
+            let _ = Command::new("kill").args(["-QUIT", &pid.to_string()]).status();
+            for _ in 0..100 {
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let _ = self.as_postgres;
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+async fn client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+fn crm(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crm-mcp"));
+    command.args(args).env_remove("CRM_DATABASE_URL").env_remove("CRM_READONLY_PASSWORD");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The read-only role, by hand: every way a session might try to write fails.
+async fn the_role_cannot_write(url: &str) {
+    let c = client(url).await;
+    let denied = |r: Result<u64, tokio_postgres::Error>, what: &str| {
+        let e = r.expect_err(what);
+        let code = e.code().map(|c| c.code().to_owned()).unwrap_or_default();
+        assert!(["42501", "25006"].contains(&code.as_str()), "{what}: {e:?}");
+    };
+    denied(c.execute("INSERT INTO crm.customers (id) VALUES (1)", &[]).await, "insert");
+    denied(c.execute("UPDATE crm.customers SET name = 'x' WHERE id = 1023", &[]).await, "update");
+    denied(c.execute("DELETE FROM crm.interactions", &[]).await, "delete");
+    // default_transaction_read_only is only advisory; privileges are the boundary.
+    c.batch_execute("BEGIN READ WRITE").await.unwrap();
+    denied(c.execute("DELETE FROM crm.customers WHERE id = 1023", &[]).await, "delete after BEGIN READ WRITE");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    c.batch_execute("BEGIN READ WRITE").await.unwrap();
+    denied(c.execute("CREATE TEMP TABLE t (x int)", &[]).await, "temporary table");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    denied(c.execute("CREATE TABLE crm.pwned (x int)", &[]).await, "create in crm");
+    denied(c.execute("CREATE TABLE public.pwned (x int)", &[]).await, "create in public");
+    // The reference server's hole: COMMIT out of the read-only transaction (simple protocol).
+    // The role's read-only default stops the first try; turning it off meets the privileges.
+    let e = c.batch_execute("BEGIN READ ONLY; COMMIT; DROP TABLE crm.customers;").await.unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("25006"), "{e:?}");
+    c.batch_execute("BEGIN READ ONLY; COMMIT; SET default_transaction_read_only = off;").await.unwrap();
+    let e = c.batch_execute("DROP TABLE crm.customers").await.unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("42501"), "{e:?}");
+    let e = c.batch_execute("TRUNCATE crm.interactions").await.unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("42501"), "{e:?}");
+    // A GRANT to itself is only a warning ("no privileges were granted") and grants nothing.
+    let _ = c.batch_execute("GRANT INSERT ON crm.customers TO crm_mcp_ro").await;
+    let can: bool = c.query_one("SELECT has_table_privilege('crm.customers', 'INSERT')", &[]).await.unwrap().get(0);
+    assert!(!can);
+    // The extended protocol, which the server uses, refuses stacked statements outright.
+    let e = c.prepare("SELECT 1; DROP TABLE crm.customers").await.unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("42601"), "{e:?}");
+    let n: i64 = c.query_one("SELECT count(*) FROM crm.customers", &[]).await.unwrap().get(0);
+    assert_eq!(n, 10_000);
+}
+
+#[test]
+fn crm_mcp_on_postgresql() {
+    let cluster = Cluster::start();
+    let rt = runtime();
+    rt.block_on(async {
+        let admin = client(&cluster.admin("postgres")).await;
+        admin.batch_execute("CREATE DATABASE crm").await.unwrap();
+        admin
+            .batch_execute("CREATE DATABASE c_locale LC_COLLATE 'C' LC_CTYPE 'C' ENCODING 'UTF8' TEMPLATE template0")
+            .await
+            .unwrap();
+    });
+
+    // init refuses a C-ctype database, in words, and leaves it empty.
+    let out = crm(&["init", "--db", "postgres"], &[("CRM_DATABASE_URL", &cluster.admin("c_locale")), ("CRM_READONLY_PASSWORD", RO_PASSWORD)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("LC_CTYPE"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(ADMIN_PASSWORD));
+
+    // init, as the cluster's owner.
+    let env = [("CRM_DATABASE_URL", cluster.admin("crm")), ("CRM_READONLY_PASSWORD", RO_PASSWORD.to_owned())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = crm(&["init", "--db", "postgres"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(ADMIN_PASSWORD) && !stderr(&out).contains(RO_PASSWORD), "{}", stderr(&out));
+    let again = crm(&["init", "--db", "postgres"], &env);
+    assert!(!again.status.success() && stderr(&again).contains("already exists"), "{}", stderr(&again));
+
+    let ro_url = cluster.url("crm_mcp_ro", RO_PASSWORD, "crm");
+    rt.block_on(the_role_cannot_write(&ro_url));
+
+    // The server refuses to serve as a role that can write.
+    let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.admin("crm"))]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("refusing to serve") && stderr(&out).contains("superuser"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(ADMIN_PASSWORD));
+    // A wrong password is reported without any secret.
+    let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.url("crm_mcp_ro", "wrong-password-123", "crm"))]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("password authentication failed") && !stderr(&out).contains("wrong-password-123"), "{}", stderr(&out));
+
+    // The same suite as SQLite, through the read-only role; the URL also works from a file.
+    let mut server = spawn(&[], &[("CRM_DATABASE_URL", &ro_url)]);
+    full_suite(&mut server);
+    let dir = tempfile::tempdir().unwrap();
+    let url_file = dir.path().join("url");
+    std::fs::write(&url_file, format!("{ro_url}\n")).unwrap();
+    let mut from_file = spawn(&["--db", "postgres", "--db-url-file", url_file.to_str().unwrap()], &[]);
+    assert!(hit_ids(&call(&mut from_file, "search_customer", json!({"query": "山田"}))).contains(&1023));
+
+    // Search text that tries to leave the transaction changes nothing.
+    for query in ["'; COMMIT; DROP TABLE crm.customers; --", "x'); DELETE FROM crm.customers; --"] {
+        let r = call(&mut server, "search_customer", json!({"query": query}));
+        assert!(r["isError"].is_null());
+    }
+    assert!(hit_ids(&call(&mut server, "search_customer", json!({"query": "山田 太郎"}))).contains(&1023));
+
+    // The server's own statement timeout: a lock holds the table, the search is cancelled in
+    // time, the answer says so in words, and the server serves again once the lock is gone.
+    let mut slow = spawn(&["--statement-timeout", "300"], &[("CRM_DATABASE_URL", &ro_url)]);
+    let locker = rt.block_on(async {
+        let c = client(&cluster.admin("crm")).await;
+        c.batch_execute("BEGIN; LOCK TABLE crm.customers IN ACCESS EXCLUSIVE MODE").await.unwrap();
+        c
+    });
+    let started = std::time::Instant::now();
+    let r = call(&mut slow, "search_customer", json!({"query": "yamada"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text(&r).contains("longer than 300 ms"), "{r}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let t = text(&r);
+    assert!(!t.contains("SELECT") && !t.contains(RO_PASSWORD) && !t.contains("127.0.0.1"), "{t}");
+    rt.block_on(async { locker.batch_execute("ROLLBACK").await.unwrap() });
+    assert!(hit_ids(&call(&mut slow, "search_customer", json!({"query": "yamada"}))).contains(&1023));
+
+    // Nothing was written by anyone but init.
+    rt.block_on(async {
+        let c = client(&cluster.admin("crm")).await;
+        let n: i64 = c.query_one("SELECT count(*) FROM crm.customers", &[]).await.unwrap().get(0);
+        assert_eq!(n, 10_000);
+        let tables: i64 = c
+            .query_one("SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(tables, 4, "companies, customers, interactions, meta");
+    });
+    drop(server);
+    drop(from_file);
+    drop(slow);
+}
