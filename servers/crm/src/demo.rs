@@ -24,6 +24,7 @@ fn cache_dir() -> PathBuf {
 fn digest() -> String {
     let mut h = Sha256::new();
     h.update(KEY_VERSION);
+    h.update(sqlite::SCHEMA_VERSION);
     h.update(env!("CARGO_PKG_VERSION"));
     for part in [include_str!("../data/companies.csv"), include_str!("../data/customers.csv"), include_str!("../data/interactions.csv")] {
         h.update(part.len().to_le_bytes());

@@ -33,8 +33,9 @@ CREATE TABLE crm.customers(
     id bigint PRIMARY KEY, name text NOT NULL, name_kana text NOT NULL, name_latin text NOT NULL,
     email text NOT NULL, phone text NOT NULL, company_id bigint REFERENCES crm.companies(id),
     owner text NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    name_key text NOT NULL, kana_key text NOT NULL, latin_key text NOT NULL,
-    latin_rev_key text NOT NULL, email_key text NOT NULL, name_len integer NOT NULL);
+    name_key text COLLATE \"C\" NOT NULL, kana_key text COLLATE \"C\" NOT NULL,
+    latin_key text COLLATE \"C\" NOT NULL, latin_rev_key text COLLATE \"C\" NOT NULL,
+    email_key text COLLATE \"C\" NOT NULL, name_len integer NOT NULL);
 CREATE TABLE crm.interactions(
     id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES crm.customers(id),
     occurred_at timestamptz NOT NULL, channel text NOT NULL, subject text NOT NULL, body text NOT NULL);
@@ -47,6 +48,11 @@ CREATE INDEX customers_kana_trgm ON crm.customers USING gin (kana_key gin_trgm_o
 CREATE INDEX customers_latin_trgm ON crm.customers USING gin (latin_key gin_trgm_ops);
 CREATE INDEX customers_latin_rev_trgm ON crm.customers USING gin (latin_rev_key gin_trgm_ops);
 CREATE INDEX customers_email_trgm ON crm.customers USING gin (email_key gin_trgm_ops);
+CREATE INDEX customers_name_key ON crm.customers (name_key);
+CREATE INDEX customers_kana_key ON crm.customers (kana_key);
+CREATE INDEX customers_latin_key ON crm.customers (latin_key);
+CREATE INDEX customers_latin_rev_key ON crm.customers (latin_rev_key);
+CREATE INDEX customers_email_key ON crm.customers (email_key);
 CREATE INDEX interactions_by_customer ON crm.interactions (customer_id, occurred_at DESC, id DESC);
 ANALYZE crm.companies, crm.customers, crm.interactions;
 ";

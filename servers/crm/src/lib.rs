@@ -7,19 +7,22 @@
 //!   `pg_trgm`), behind one enum;
 //! - [`query`]: what the tools accept (queries, limits, cursors, dates), checked first;
 //! - [`tools`], [`resources`]: the MCP face; [`router`] puts it together;
-//! - [`init`]: `crm-mcp init`, creating a database; [`demo`]: the demo database's cache.
+//! - [`init`]: `crm-mcp init`, creating a database; [`demo`]: the demo database's cache;
+//! - `pg_cluster`: a throwaway PostgreSQL cluster for tests and benchmarks.
 
 pub mod dataset;
 pub mod demo;
 pub mod init;
 pub mod model;
 pub mod normalize;
+#[cfg(feature = "postgres")]
+pub mod pg_cluster;
 pub mod query;
 pub mod resources;
 pub mod store;
 pub mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mcp::server::Router;
 use mcp::types::resources::{Resource, ResourceTemplate};
@@ -31,17 +34,35 @@ use store::Store;
 pub struct App {
     /// Where the records are.
     pub store: Store,
-    /// Every customer id, ascending, as of start-up.
-    pub customer_ids: Vec<i64>,
-    /// Every interaction id, ascending, as of start-up.
-    pub interaction_ids: Vec<i64>,
+    /// Every customer id and every interaction id, ascending, read once in the background
+    /// after start-up (completion offers nothing until then).
+    ids: OnceLock<(Vec<i64>, Vec<i64>)>,
 }
 
 impl App {
-    /// The state over `store` (reads the ids for completion).
-    pub async fn new(store: Store) -> Result<App, String> {
-        let (customer_ids, interaction_ids) = store.ids().await.map_err(|e| e.to_string())?;
-        Ok(App { store, customer_ids, interaction_ids })
+    /// The state over `store`.
+    pub fn new(store: Store) -> App {
+        App { store, ids: OnceLock::new() }
+    }
+
+    /// Reads the ids completion offers (call once, off the start-up path).
+    pub async fn load_ids(&self) {
+        match self.store.ids().await {
+            Ok(ids) => {
+                let _ = self.ids.set(ids);
+            }
+            Err(e) => eprintln!("crm-mcp: ids for completion: {e}"),
+        }
+    }
+
+    /// Customer ids, ascending (empty until loaded).
+    pub fn customer_ids(&self) -> &[i64] {
+        self.ids.get().map_or(&[], |ids| &ids.0)
+    }
+
+    /// Interaction ids, ascending (empty until loaded).
+    pub fn interaction_ids(&self) -> &[i64] {
+        self.ids.get().map_or(&[], |ids| &ids.1)
     }
 }
 
@@ -79,9 +100,8 @@ fn prompt(name: &str, title: &str, description: &str) -> mcp::types::prompts::Pr
 }
 
 /// The MCP server over `app`.
-pub fn router(app: App) -> Router {
+pub fn router(app: Arc<App>) -> Router {
     use mcp::server::ToolDef;
-    let app = Arc::new(app);
     let a = app.clone();
     let mut router = Router::new()
         .info("crm-mcp", env!("CARGO_PKG_VERSION"))
@@ -144,12 +164,12 @@ pub fn router(app: App) -> Router {
     for uri in ["crm://customers/{id}", "crm://customers/{id}/interactions"] {
         let a = app.clone();
         router = router.complete_resource_argument(uri, "id", move |typed: &str, _: &_| {
-            resources::complete_ids(&a.customer_ids, typed)
+            resources::complete_ids(a.customer_ids(), typed)
         });
     }
     let a = app.clone();
     router = router.complete_resource_argument("crm://interactions/{id}", "id", move |typed: &str, _: &_| {
-        resources::complete_ids(&a.interaction_ids, typed)
+        resources::complete_ids(a.interaction_ids(), typed)
     });
     let a = app.clone();
     router = router.prompt_def(
@@ -172,7 +192,7 @@ pub fn router(app: App) -> Router {
     for name in ["customer_briefing", "follow_up_draft"] {
         let a = app.clone();
         router = router.complete_prompt_argument(name, "customer_id", move |typed: &str, _: &_| {
-            resources::complete_ids(&a.customer_ids, typed)
+            resources::complete_ids(a.customer_ids(), typed)
         });
         router = router.complete_prompt_argument(name, "language", |typed: &str, _: &_| {
             ["ja", "en"].iter().filter(|l| l.starts_with(typed)).map(|l| l.to_string()).collect()

@@ -196,16 +196,14 @@ async fn main() -> ExitCode {
     }
     let timeout = Duration::from_millis(cli.statement_timeout.unwrap_or(DEFAULT_TIMEOUT_MS));
     let app = match open(db, timeout).await {
-        Ok(store) => App::new(store).await,
-        Err(e) => Err(e),
-    };
-    let app = match app {
-        Ok(app) => app,
+        Ok(store) => std::sync::Arc::new(App::new(store)),
         Err(e) => {
             eprintln!("crm-mcp: {e}");
             return ExitCode::FAILURE;
         }
     };
+    let ids = app.clone();
+    tokio::spawn(async move { ids.load_ids().await });
     match mcp::cli::serve(crm_mcp::router(app), &cli.serve).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -7,122 +7,14 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use crm_mcp::pg_cluster::{Cluster, ADMIN_PASSWORD};
 
 use common::{call, full_suite, hit_ids, spawn, text};
 use serde_json::json;
 
-const ADMIN_PASSWORD: &str = "admin-Secret-4242";
 const RO_PASSWORD: &str = "ro-Secret-Pass-9876";
-
-fn bin_dir() -> PathBuf {
-    let candidates = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"];
-    candidates.iter().map(PathBuf::from).find(|d| d.join("initdb").exists()).unwrap_or_else(|| {
-        panic!("PostgreSQL is not installed (no initdb in {candidates:?}): apt-get install postgresql-15 postgresql-contrib")
-    })
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0\n")).unwrap_or(false)
-}
-
-/// A cluster in a temporary directory, stopped (by its pid) when dropped.
-struct Cluster {
-    _dir: tempfile::TempDir,
-    data: PathBuf,
-    port: u16,
-    as_postgres: bool,
-}
-
-fn run_as(as_postgres: bool, program: &Path, args: &[&str]) -> Output {
-    let mut command = if as_postgres {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(program);
-        c
-    } else {
-        Command::new(program)
-    };
-    command.args(args).env("LC_ALL", "C.UTF-8").output().expect("run a PostgreSQL program")
-}
-
-impl Cluster {
-    fn start() -> Cluster {
-        let bin = bin_dir();
-        let as_postgres = is_root();
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let data = root.join("data");
-        let pwfile = root.join("pw");
-        std::fs::write(&pwfile, ADMIN_PASSWORD).unwrap();
-        if as_postgres {
-            let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(root).status().unwrap();
-            assert!(chown.success());
-        }
-        let out = run_as(
-            as_postgres,
-            &bin.join("initdb"),
-            &[
-                "-D",
-                data.to_str().unwrap(),
-                "-U",
-                "postgres",
-                "--pwfile",
-                pwfile.to_str().unwrap(),
-                "--auth-local=trust",
-                "--auth-host=scram-sha-256",
-                "--encoding=UTF8",
-                "--locale=C.UTF-8",
-                "--no-sync",
-            ],
-        );
-        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
-            root.display()
-        );
-        let log = root.join("log");
-        let out = run_as(
-            as_postgres,
-            &bin.join("pg_ctl"),
-            &["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap(), "-w", "-o", &options, "start"],
-        );
-        assert!(
-            out.status.success(),
-            "pg_ctl start: {} {}",
-            String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        Cluster { _dir: dir, data, port, as_postgres }
-    }
-
-    fn url(&self, user: &str, password: &str, db: &str) -> String {
-        format!("postgres://{user}:{password}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
-    }
-
-    fn admin(&self, db: &str) -> String {
-        self.url("postgres", ADMIN_PASSWORD, db)
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let pid = std::fs::read_to_string(self.data.join("postmaster.pid")).ok();
-        if let Some(pid) = pid.as_deref().and_then(|t| t.lines().next()).and_then(|p| p.trim().parse::<i32>().ok()) {
-            // SIGQUIT: immediate shutdown; then wait for the pid to go.
-            let _ = Command::new("kill").args(["-QUIT", &pid.to_string()]).status();
-            for _ in 0..100 {
-                if !Path::new(&format!("/proc/{pid}")).exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        }
-        let _ = self.as_postgres;
-    }
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -191,25 +83,23 @@ async fn the_role_cannot_write(url: &str) {
 
 #[test]
 fn crm_mcp_on_postgresql() {
-    let cluster = Cluster::start();
+    let cluster = Cluster::start().expect("a throwaway PostgreSQL cluster");
     let rt = runtime();
     rt.block_on(async {
-        let admin = client(&cluster.admin("postgres")).await;
+        // Over TCP with SCRAM, as the server will connect.
+        let admin = client(&cluster.admin_url("postgres")).await;
         admin.batch_execute("CREATE DATABASE crm").await.unwrap();
-        admin
-            .batch_execute("CREATE DATABASE c_locale LC_COLLATE 'C' LC_CTYPE 'C' ENCODING 'UTF8' TEMPLATE template0")
-            .await
-            .unwrap();
     });
+    cluster.psql("postgres", "CREATE DATABASE c_locale LC_COLLATE 'C' LC_CTYPE 'C' ENCODING 'UTF8' TEMPLATE template0").unwrap();
 
     // init refuses a C-ctype database, in words, and leaves it empty.
-    let out = crm(&["init", "--db", "postgres"], &[("CRM_DATABASE_URL", &cluster.admin("c_locale")), ("CRM_READONLY_PASSWORD", RO_PASSWORD)]);
+    let out = crm(&["init", "--db", "postgres"], &[("CRM_DATABASE_URL", &cluster.admin_url("c_locale")), ("CRM_READONLY_PASSWORD", RO_PASSWORD)]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("LC_CTYPE"), "{}", stderr(&out));
     assert!(!stderr(&out).contains(ADMIN_PASSWORD));
 
     // init, as the cluster's owner.
-    let env = [("CRM_DATABASE_URL", cluster.admin("crm")), ("CRM_READONLY_PASSWORD", RO_PASSWORD.to_owned())];
+    let env = [("CRM_DATABASE_URL", cluster.admin_url("crm")), ("CRM_READONLY_PASSWORD", RO_PASSWORD.to_owned())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = crm(&["init", "--db", "postgres"], &env);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -221,7 +111,7 @@ fn crm_mcp_on_postgresql() {
     rt.block_on(the_role_cannot_write(&ro_url));
 
     // The server refuses to serve as a role that can write.
-    let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.admin("crm"))]);
+    let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.admin_url("crm"))]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("refusing to serve") && stderr(&out).contains("superuser"), "{}", stderr(&out));
     assert!(!stderr(&out).contains(ADMIN_PASSWORD));
@@ -250,7 +140,7 @@ fn crm_mcp_on_postgresql() {
     // time, the answer says so in words, and the server serves again once the lock is gone.
     let mut slow = spawn(&["--statement-timeout", "300"], &[("CRM_DATABASE_URL", &ro_url)]);
     let locker = rt.block_on(async {
-        let c = client(&cluster.admin("crm")).await;
+        let c = client(&cluster.admin_url("crm")).await;
         c.batch_execute("BEGIN; LOCK TABLE crm.customers IN ACCESS EXCLUSIVE MODE").await.unwrap();
         c
     });
@@ -266,7 +156,7 @@ fn crm_mcp_on_postgresql() {
 
     // Nothing was written by anyone but init.
     rt.block_on(async {
-        let c = client(&cluster.admin("crm")).await;
+        let c = client(&cluster.admin_url("crm")).await;
         let n: i64 = c.query_one("SELECT count(*) FROM crm.customers", &[]).await.unwrap().get(0);
         assert_eq!(n, 10_000);
         let tables: i64 = c

@@ -55,12 +55,25 @@ pub enum Store {
 }
 
 impl Store {
-    /// Up to `limit + 1` hits after `after` (one more than asked, to know whether a page follows).
+    /// Up to `limit + 1` hits after `after` (one more than asked, to know whether a page follows):
+    /// exact and prefix hits first, from btree ranges on the keys, and only when they do not fill
+    /// the page, substring hits (trigram index for 3+ characters, a scan for 1–2).
     pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+        let take = limit + 1;
+        let mut hits = if after.rank < 2 { self.search_tier(Tier::Prefix, search, after, take).await? } else { Vec::new() };
+        if hits.len() < take as usize {
+            let after = if after.rank < 2 { SearchAfter { rank: 1, name_len: i32::MAX, id: i64::MAX } } else { after };
+            let more = take - hits.len() as u32;
+            hits.extend(self.search_tier(Tier::Substring, search, after, more).await?);
+        }
+        Ok(hits)
+    }
+
+    async fn search_tier(&self, tier: Tier, search: &Search, after: SearchAfter, take: u32) -> Result<Vec<CustomerHit>, StoreError> {
         match self {
-            Store::Sqlite(s) => s.search(search, after, limit).await,
+            Store::Sqlite(s) => s.search_tier(tier, search, after, take).await,
             #[cfg(feature = "postgres")]
-            Store::Postgres(s) => s.search(search, after, limit).await,
+            Store::Postgres(s) => s.search_tier(tier, search, after, take).await,
         }
     }
 
@@ -115,6 +128,21 @@ impl Store {
             Store::Postgres(_) => "PostgreSQL (a role that may only SELECT these tables)",
         }
     }
+}
+
+/// The two passes of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Keys equal to the query or starting with it (ranks 0 and 1).
+    Prefix,
+    /// Keys containing it elsewhere (rank 2).
+    Substring,
+}
+
+/// The end of the range of keys that start with `key`: `key` followed by U+10FFFF, which sorts
+/// after every character in code-point order (SQLite's BINARY, PostgreSQL's "C" collation).
+pub fn prefix_end(key: &str) -> String {
+    format!("{key}\u{10FFFF}")
 }
 
 /// `s` cut to at most `max` bytes on a character boundary, and whether it was cut.

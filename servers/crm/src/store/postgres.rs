@@ -15,7 +15,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{cut, StoreError, MAX_BODY_BYTES};
+use super::{cut, prefix_end, StoreError, Tier, MAX_BODY_BYTES};
 use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary, Match};
 use crate::query::{InteractionsBefore, Search, SearchAfter};
 
@@ -29,8 +29,12 @@ macro_rules! utc {
     };
 }
 
-const SEARCH: &str = "
-SELECT * FROM (
+/// A search statement: the hit columns and their rank, `$1` the key, `$2` the kana alternative,
+/// `$3`–`$5` the cursor, `$6` the row count; the filter's `$7`/`$8` depend on the tier.
+macro_rules! search {
+    ($filter:literal, $only:literal) => {
+        concat!(
+            "SELECT * FROM (
   SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
     CASE WHEN $1::text IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key)
               OR c.kana_key = $2::text THEN 0
@@ -39,11 +43,30 @@ SELECT * FROM (
               OR starts_with(c.kana_key, $2) THEN 1
          ELSE 2 END AS rank
   FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
-  WHERE c.name_key LIKE $6 OR c.kana_key LIKE $6 OR c.latin_key LIKE $6 OR c.latin_rev_key LIKE $6
-     OR c.email_key LIKE $6 OR c.kana_key LIKE $7
-) AS hit
-WHERE (rank, name_len, id) > ($3::int, $4::int, $5::bigint)
-ORDER BY rank, name_len, id LIMIT $8::bigint";
+  WHERE ",
+            $filter,
+            ") AS hit WHERE ",
+            $only,
+            " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
+        )
+    };
+}
+
+/// Exact and prefix hits from the btree indexes (`$7`, `$8`: the ends of the key ranges; the key
+/// columns use the "C" collation, so ranges are code-point ranges whatever the database's).
+const SEARCH_PREFIX: &str = search!(
+    "(c.name_key >= $1 AND c.name_key < $7) OR (c.kana_key >= $1 AND c.kana_key < $7)
+     OR (c.latin_key >= $1 AND c.latin_key < $7) OR (c.latin_rev_key >= $1 AND c.latin_rev_key < $7)
+     OR (c.email_key >= $1 AND c.email_key < $7) OR (c.kana_key >= $2 AND c.kana_key < $8::text)",
+    ""
+);
+
+/// Substring hits (`$7`, `$8`: `LIKE` patterns), from the trigram indexes for 3+ characters.
+const SEARCH_SUBSTRING: &str = search!(
+    "c.name_key LIKE $7 OR c.kana_key LIKE $7 OR c.latin_key LIKE $7 OR c.latin_rev_key LIKE $7
+     OR c.email_key LIKE $7 OR c.kana_key LIKE $8::text",
+    "rank = 2 AND"
+);
 
 const CUSTOMER: &str = concat!(
     "SELECT c.id, c.name, c.name_kana, c.name_latin, c.email, c.phone, c.owner, ",
@@ -254,17 +277,22 @@ impl PgStore {
         result.map_err(|e| self.error(&e))
     }
 
-    /// See [`super::Store::search`].
-    pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+    /// One tier of [`super::Store::search`].
+    pub async fn search_tier(
+        &self,
+        tier: Tier,
+        search: &Search,
+        after: SearchAfter,
+        take: u32,
+    ) -> Result<Vec<CustomerHit>, StoreError> {
         let kana = search.kana.clone().unwrap_or_else(|| search.key.clone());
-        let pattern = contains_pattern(&search.key);
-        let kana_pattern = contains_pattern(&kana);
-        let take = i64::from(limit) + 1;
+        let (sql, bound, kana_bound) = match tier {
+            Tier::Prefix => (SEARCH_PREFIX, prefix_end(&search.key), prefix_end(&kana)),
+            Tier::Substring => (SEARCH_SUBSTRING, contains_pattern(&search.key), contains_pattern(&kana)),
+        };
+        let take = i64::from(take);
         let rows = self
-            .query(
-                SEARCH,
-                &[&search.key, &kana, &after.rank, &after.name_len, &after.id, &pattern, &kana_pattern, &take],
-            )
+            .query(sql, &[&search.key, &kana, &after.rank, &after.name_len, &after.id, &take, &bound, &kana_bound])
             .await?;
         Ok(rows
             .iter()

@@ -12,11 +12,15 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::{cut, StoreError, MAX_BODY_BYTES};
+use super::{cut, prefix_end, StoreError, Tier, MAX_BODY_BYTES};
 use crate::dataset::{CustomerKeys, Dataset};
 use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary, Match};
 use crate::normalize::KEY_VERSION;
 use crate::query::{InteractionsBefore, Search, SearchAfter};
+
+/// Bumped whenever the schema or its indexes change: a database of another version is built
+/// again (the demo's cache file is named after it).
+pub const SCHEMA_VERSION: &str = "2";
 
 /// The schema, written by `create`.
 const SCHEMA: &str = "
@@ -33,6 +37,11 @@ CREATE TABLE interactions(
     id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
     occurred_at TEXT NOT NULL, channel TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL);
 CREATE INDEX interactions_by_customer ON interactions(customer_id, occurred_at DESC, id DESC);
+CREATE INDEX customers_name_key ON customers(name_key);
+CREATE INDEX customers_kana_key ON customers(kana_key);
+CREATE INDEX customers_latin_key ON customers(latin_key);
+CREATE INDEX customers_latin_rev_key ON customers(latin_rev_key);
+CREATE INDEX customers_email_key ON customers(email_key);
 CREATE VIRTUAL TABLE customers_fts USING fts5(
     name_key, kana_key, latin_key, latin_rev_key, email_key,
     content='customers', content_rowid='id', tokenize='trigram');
@@ -49,17 +58,26 @@ SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len,
        ELSE 2 END AS rank
 FROM customers c LEFT JOIN companies co ON co.id = c.company_id";
 
-const PAGE: &str = "WHERE (rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6";
+const PAGE: &str = "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6";
 
-fn search_sql(indexed: bool) -> String {
-    let filter = if indexed {
-        "WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)"
-    } else {
-        "WHERE instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1) \
-         OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ?2)"
+/// Exact and prefix hits, from the btree indexes on the key columns (`?7`, `?8`: the key and
+/// the kana alternative followed by U+10FFFF, the range's end).
+const PREFIX_FILTER: &str = "WHERE (c.name_key >= ?1 AND c.name_key < ?7) OR (c.kana_key >= ?1 AND c.kana_key < ?7)
+    OR (c.latin_key >= ?1 AND c.latin_key < ?7) OR (c.latin_rev_key >= ?1 AND c.latin_rev_key < ?7)
+    OR (c.email_key >= ?1 AND c.email_key < ?7) OR (c.kana_key >= ?2 AND c.kana_key < ?8)";
+
+fn search_sql(tier: Tier, indexed: bool) -> String {
+    let filter = match (tier, indexed) {
+        (Tier::Prefix, _) => PREFIX_FILTER,
+        (Tier::Substring, true) => "WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)",
+        (Tier::Substring, false) => {
+            "WHERE instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1) \
+             OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ?2)"
+        }
     };
+    let only = if tier == Tier::Substring { "rank = 2 AND" } else { "" };
     // `name_len` is both a column of `c` and of the hit; the outer query sees the hit's.
-    format!("SELECT * FROM ({HIT_SELECT} {filter}) AS hit {PAGE}")
+    format!("SELECT * FROM ({HIT_SELECT} {filter}) AS hit WHERE {only} {PAGE}")
 }
 
 /// An FTS5 phrase: the text between double quotes, its own quotes doubled, so that `OR`, `NEAR`,
@@ -103,7 +121,7 @@ fn write(path: &Path, data: &Dataset) -> rusqlite::Result<()> {
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
-    tx.execute("INSERT INTO crm_meta VALUES ('key_version', ?1)", [KEY_VERSION])?;
+    tx.execute("INSERT INTO crm_meta VALUES ('key_version', ?1), ('schema_version', ?2)", [KEY_VERSION, SCHEMA_VERSION])?;
     {
         let mut company = tx.prepare("INSERT INTO companies VALUES (?1, ?2, ?3, ?4)")?;
         for c in &data.companies {
@@ -172,10 +190,16 @@ impl SqliteStore {
     pub fn open(path: &Path, timeout: Duration) -> Result<SqliteStore, String> {
         let conn = open_read_only(path)?;
         let version: Option<String> = conn
-            .query_row("SELECT value FROM crm_meta WHERE key = 'key_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT group_concat(value, '.') FROM (SELECT value FROM crm_meta \
+                 WHERE key IN ('key_version', 'schema_version') ORDER BY key)",
+                [],
+                |r| r.get(0),
+            )
             .optional()
-            .map_err(|_| format!("{} is not a crm-mcp database (create one with crm-mcp init)", path.display()))?;
-        if version.as_deref() != Some(KEY_VERSION) {
+            .map_err(|_| format!("{} is not a crm-mcp database (create one with crm-mcp init)", path.display()))?
+            .flatten();
+        if version.as_deref() != Some(format!("{KEY_VERSION}.{SCHEMA_VERSION}").as_str()) {
             return Err(format!(
                 "{} was written with other search keys (version {}); build it again with crm-mcp init",
                 path.display(),
@@ -223,20 +247,33 @@ impl SqliteStore {
         tokio::task::spawn_blocking(job).await.map_err(|_| StoreError::Failed)?
     }
 
-    /// See [`super::Store::search`].
-    pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+    /// One tier of [`super::Store::search`].
+    pub async fn search_tier(
+        &self,
+        tier: Tier,
+        search: &Search,
+        after: SearchAfter,
+        take: u32,
+    ) -> Result<Vec<CustomerHit>, StoreError> {
         let indexed = search.key_chars() >= 3;
         let key = search.key.clone();
         let kana = search.kana.clone().unwrap_or_else(|| key.clone());
-        let fts = fts_query(search);
+        let last = match tier {
+            Tier::Prefix => prefix_end(&key),
+            Tier::Substring => fts_query(search),
+        };
+        let kana_end = prefix_end(&kana);
         self.run(move |conn| {
-            let mut stmt = conn.prepare_cached(&search_sql(indexed))?;
-            let take = i64::from(limit) + 1;
-            let bind = params![key, kana, after.rank, after.name_len, after.id, take];
-            let mut rows = if indexed {
-                stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, fts])?
-            } else {
-                stmt.query(bind)?
+            let mut stmt = conn.prepare_cached(&search_sql(tier, indexed))?;
+            let take = i64::from(take);
+            let mut rows = match (tier, indexed) {
+                (Tier::Prefix, _) => {
+                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last, kana_end])?
+                }
+                (Tier::Substring, true) => {
+                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last])?
+                }
+                (Tier::Substring, false) => stmt.query(params![key, kana, after.rank, after.name_len, after.id, take])?,
             };
             let mut hits = Vec::new();
             while let Some(row) = rows.next()? {
