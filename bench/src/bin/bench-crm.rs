@@ -45,7 +45,8 @@ fn started(program: &Path, args: &[&str], env: &[(&str, &str)]) -> StdioProcess 
 }
 
 fn call(p: &mut StdioProcess, id: usize, tool: &str, arguments: serde_json::Value) -> Duration {
-    let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let line =
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
     let start = Instant::now();
     p.send(&line.to_string());
     let r = p.recv();
@@ -92,7 +93,13 @@ fn search_latencies(backend: &str, p: &mut StdioProcess, floor_p50: Duration) ->
 }
 
 /// Spawn to the first answer: `initialize` and one call.
-fn cold_start(program: &Path, args: &[&str], env: &[(&str, &str)], tool: &str, arguments: serde_json::Value) -> Duration {
+fn cold_start(
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Duration {
     let start = Instant::now();
     let mut p = started(program, args, env);
     call(&mut p, 1, tool, arguments);
@@ -120,7 +127,8 @@ fn main() {
     println!("init SQLite, 100,000 customers: {:.1} s", t.elapsed().as_secs_f64());
 
     let mut floor = started(&example, &[], &[]);
-    let floor_samples: Vec<Duration> = (0..ROUNDS).map(|i| call(&mut floor, i, "echo", json!({"text": "山田"}))).collect();
+    let floor_samples: Vec<Duration> =
+        (0..ROUNDS).map(|i| call(&mut floor, i, "echo", json!({"text": "山田"}))).collect();
     let floor_p50 = median(floor_samples);
     floor.finish();
     println!("floor: mcp-example echo p50 {:.1} us", ms(floor_p50) * 1000.0);
@@ -151,20 +159,50 @@ fn main() {
     let first = cold_start(&crm, &[], &cache_env, "search_customer", json!({"query": "山田"}));
     let _ = t;
     let rounds = 20;
-    let crm_cold =
-        median((0..rounds).map(|_| cold_start(&crm, &[], &cache_env, "search_customer", json!({"query": "山田"}))).collect());
-    let file_cold = median(
-        (0..rounds).map(|_| cold_start(&crm, &["--db", &sqlite_db], &[], "search_customer", json!({"query": "山田"}))).collect(),
+    let crm_cold = median(
+        (0..rounds).map(|_| cold_start(&crm, &[], &cache_env, "search_customer", json!({"query": "山田"}))).collect(),
     );
-    let example_cold = median((0..rounds).map(|_| cold_start(&example, &[], &[], "echo", json!({"text": "hi"}))).collect());
+    let file_cold = median(
+        (0..rounds)
+            .map(|_| cold_start(&crm, &["--db", &sqlite_db], &[], "search_customer", json!({"query": "山田"})))
+            .collect(),
+    );
+    let example_cold =
+        median((0..rounds).map(|_| cold_start(&example, &[], &[], "echo", json!({"text": "hi"}))).collect());
     let ratio = ms(crm_cold) / ms(example_cold);
-    report("cold start to first answer (demo, cached)", ms(crm_cold) * 1000.0, ms(example_cold) * 1000.0, "us", ratio, "reported", true);
-    report("cold start to first answer (100k SQLite)", ms(file_cold) * 1000.0, ms(example_cold) * 1000.0, "us", ms(file_cold) / ms(example_cold), "reported", true);
+    report(
+        "cold start to first answer (demo, cached)",
+        ms(crm_cold) * 1000.0,
+        ms(example_cold) * 1000.0,
+        "us",
+        ratio,
+        "reported",
+        true,
+    );
+    report(
+        "cold start to first answer (100k SQLite)",
+        ms(file_cold) * 1000.0,
+        ms(example_cold) * 1000.0,
+        "us",
+        ms(file_cold) / ms(example_cold),
+        "reported",
+        true,
+    );
     println!("first run ever (builds the demo database): {:.0} ms", ms(first));
     if let Some((_pg, url)) = &cluster {
         let env = [("CRM_DATABASE_URL", url.as_str())];
-        let pg_cold = median((0..rounds).map(|_| cold_start(&crm, &[], &env, "search_customer", json!({"query": "山田"}))).collect());
-        report("cold start to first answer (PostgreSQL)", ms(pg_cold) * 1000.0, ms(example_cold) * 1000.0, "us", ms(pg_cold) / ms(example_cold), "reported", true);
+        let pg_cold = median(
+            (0..rounds).map(|_| cold_start(&crm, &[], &env, "search_customer", json!({"query": "山田"}))).collect(),
+        );
+        report(
+            "cold start to first answer (PostgreSQL)",
+            ms(pg_cold) * 1000.0,
+            ms(example_cold) * 1000.0,
+            "us",
+            ms(pg_cold) / ms(example_cold),
+            "reported",
+            true,
+        );
     }
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);

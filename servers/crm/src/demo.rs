@@ -1,7 +1,7 @@
 //! The demo database: the embedded dataset written once to an SQLite file in the user's cache
 //! (`$XDG_CACHE_HOME/crm-mcp/demo-<digest>.sqlite`, or `~/.cache/...`), named by a digest of the
-//! data and the key version, so a new release builds a new one and a running server never sees
-//! a half-written file (it is written aside and renamed).
+//! data (taken by `build.rs`) and of the key and schema versions, so a new release builds a new
+//! one; a running server never sees a half-written file (it is written aside and renamed).
 
 use std::path::PathBuf;
 
@@ -23,12 +23,9 @@ fn cache_dir() -> PathBuf {
 
 fn digest() -> String {
     let mut h = Sha256::new();
-    h.update(KEY_VERSION);
-    h.update(sqlite::SCHEMA_VERSION);
-    h.update(env!("CARGO_PKG_VERSION"));
-    for part in [include_str!("../data/companies.csv"), include_str!("../data/customers.csv"), include_str!("../data/interactions.csv")] {
-        h.update(part.len().to_le_bytes());
+    for part in [KEY_VERSION, sqlite::SCHEMA_VERSION, env!("CARGO_PKG_VERSION"), env!("CRM_DEMO_DATA_DIGEST")] {
         h.update(part);
+        h.update([0]);
     }
     h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

@@ -84,10 +84,9 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
                  --locale=C.UTF-8 -E UTF8, or CREATE DATABASE ... LC_CTYPE 'C.UTF-8' TEMPLATE template0)."
             ));
         }
-        client
-            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-            .await
-            .map_err(sql_error("CREATE EXTENSION pg_trgm (install postgresql-contrib; a superuser may need to run it)"))?;
+        client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_trgm").await.map_err(sql_error(
+            "CREATE EXTENSION pg_trgm (install postgresql-contrib; a superuser may need to run it)",
+        ))?;
         let trigrams: String =
             client.query_one("SELECT show_trgm('山田太郎')::text", &[]).await.map_err(sql_error("show_trgm"))?.get(0);
         if trigrams == "{}" {
@@ -109,12 +108,16 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
     }
 
     async fn load(client: &Client, data: &Dataset) -> Result<(), String> {
-        let companies = "INSERT INTO crm.companies SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])";
+        let companies =
+            "INSERT INTO crm.companies SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])";
         for chunk in data.companies.chunks(BATCH) {
             let ids: Vec<i64> = chunk.iter().map(|c| c.id).collect();
             let col = |f: fn(&crate::dataset::CompanyRow) -> &str| chunk.iter().map(f).collect::<Vec<&str>>();
             let (names, kana, domains) = (col(|c| &c.name), col(|c| &c.name_kana), col(|c| &c.domain));
-            client.execute(companies, &[&ids, &names, &kana, &domains]).await.map_err(sql_error("loading companies"))?;
+            client
+                .execute(companies, &[&ids, &names, &kana, &domains])
+                .await
+                .map_err(sql_error("loading companies"))?;
         }
         let customers = "INSERT INTO crm.customers SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], \
             $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[]::timestamptz[], \
@@ -160,7 +163,14 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
             client
                 .execute(
                     interactions,
-                    &[&ids, &customers, &col(|i| &i.occurred_at), &col(|i| &i.channel), &col(|i| &i.subject), &col(|i| &i.body)],
+                    &[
+                        &ids,
+                        &customers,
+                        &col(|i| &i.occurred_at),
+                        &col(|i| &i.channel),
+                        &col(|i| &i.subject),
+                        &col(|i| &i.body),
+                    ],
                 )
                 .await
                 .map_err(sql_error("loading interactions"))?;
@@ -174,12 +184,12 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
 
     /// Runs a statement built by the server with `format()` (identifiers `%I`, literals `%L`), so
     /// that nothing we were given is spliced into SQL by hand.
-    async fn formatted(client: &Client, template: &str, args: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Result<(), String> {
-        let sql: String = client
-            .query_one(template, args)
-            .await
-            .map_err(sql_error("building a statement"))?
-            .get(0);
+    async fn formatted(
+        client: &Client,
+        template: &str,
+        args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<(), String> {
+        let sql: String = client.query_one(template, args).await.map_err(sql_error("building a statement"))?.get(0);
         client.batch_execute(&sql).await.map_err(|e| format!("setting up the read-only role: {}", describe(&e)))
     }
 

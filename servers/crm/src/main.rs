@@ -106,11 +106,11 @@ impl DbArgs {
                 Some(url) => from_url(url),
                 None => Err("--db postgres: set CRM_DATABASE_URL or pass --db-url-file FILE".into()),
             },
-            Some(db) if db.contains("://") || db.contains('@') || db.contains('=') => Err(
-                "a database URL on the command line is visible to every user (ps, shell history): put it in \
+            Some(db) if db.contains("://") || db.contains('@') || db.contains('=') => {
+                Err("a database URL on the command line is visible to every user (ps, shell history): put it in \
                  CRM_DATABASE_URL or a file given to --db-url-file, and pass --db postgres"
-                    .into(),
-            ),
+                    .into())
+            }
             Some(other) => Err(format!("--db {other:?}: use sqlite:PATH or postgres")),
             None => url.map_or(Ok(Db::Demo), from_url),
         }

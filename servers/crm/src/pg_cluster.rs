@@ -24,7 +24,9 @@ pub struct Cluster {
 fn bin_dir() -> Result<PathBuf, String> {
     let candidates = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"];
     candidates.iter().map(PathBuf::from).find(|d| d.join("initdb").exists()).ok_or_else(|| {
-        format!("PostgreSQL is not installed (no initdb in {candidates:?}): apt-get install postgresql postgresql-contrib")
+        format!(
+            "PostgreSQL is not installed (no initdb in {candidates:?}): apt-get install postgresql postgresql-contrib"
+        )
     })
 }
 
@@ -63,12 +65,30 @@ impl Cluster {
         std::fs::write(&pwfile, ADMIN_PASSWORD).map_err(|e| e.to_string())?;
         let mut cluster = Cluster { root: root.clone(), bin, data, port: 0, as_postgres };
         if as_postgres {
-            check(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&root).output().map_err(|e| e.to_string())?, "chown")?;
+            check(
+                Command::new("chown")
+                    .args(["-R", "postgres:postgres"])
+                    .arg(&root)
+                    .output()
+                    .map_err(|e| e.to_string())?,
+                "chown",
+            )?;
         }
         let data = cluster.data.to_str().unwrap_or_default().to_owned();
         let initdb = cluster.bin.join("initdb");
         let pw = format!("--pwfile={}", pwfile.display());
-        let args = ["-D", &data, "-U", "postgres", &pw, "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"];
+        let args = [
+            "-D",
+            &data,
+            "-U",
+            "postgres",
+            &pw,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        ];
         check(run(as_postgres, &initdb, &args)?, "initdb")?;
         cluster.port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
         let options = format!(
@@ -78,8 +98,13 @@ impl Cluster {
         );
         let log = root.join("log");
         let pg_ctl = cluster.bin.join("pg_ctl");
-        let started = run(as_postgres, &pg_ctl, &["-D", &data, "-l", log.to_str().unwrap_or_default(), "-w", "-o", &options, "start"])?;
-        check(started, "pg_ctl start").map_err(|e| format!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()))?;
+        let started = run(
+            as_postgres,
+            &pg_ctl,
+            &["-D", &data, "-l", log.to_str().unwrap_or_default(), "-w", "-o", &options, "start"],
+        )?;
+        check(started, "pg_ctl start")
+            .map_err(|e| format!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()))?;
         Ok(cluster)
     }
 
@@ -98,7 +123,23 @@ impl Cluster {
         let psql = self.bin.join("psql");
         let port = self.port.to_string();
         let host = self.root.to_str().unwrap_or_default().to_owned();
-        let args = ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", &host, "-p", &port, "-U", "postgres", "-d", db, "-At", "-c", sql];
+        let args = [
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            &host,
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-d",
+            db,
+            "-At",
+            "-c",
+            sql,
+        ];
         let out = check(run(self.as_postgres, &psql, &args)?, "psql")?;
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }

@@ -170,7 +170,12 @@ pub fn parse_since(text: &str) -> Result<String, String> {
         return Err(bad());
     }
     let num = |s: &str| s.parse::<u32>().unwrap_or(99);
-    if !(1..=12).contains(&num(d[1])) || !(1..=31).contains(&num(d[2])) || num(t[0]) > 23 || num(t[1]) > 59 || num(t[2]) > 60 {
+    if !(1..=12).contains(&num(d[1]))
+        || !(1..=31).contains(&num(d[2]))
+        || num(t[0]) > 23
+        || num(t[1]) > 59
+        || num(t[2]) > 60
+    {
         return Err(bad());
     }
     Ok(format!("{date}T{time}Z"))

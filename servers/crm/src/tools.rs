@@ -78,7 +78,11 @@ pub fn hit_line(hit: &CustomerHit) -> String {
 }
 
 /// `search_customer`.
-pub async fn search_customer(app: Arc<App>, args: SearchArgs, cx: RequestContext) -> Result<Rich<SearchOutput>, ToolError> {
+pub async fn search_customer(
+    app: Arc<App>,
+    args: SearchArgs,
+    cx: RequestContext,
+) -> Result<Rich<SearchOutput>, ToolError> {
     let search = Search::parse(&args.query).map_err(ToolError::new)?;
     let limit = query::limit(args.limit, query::DEFAULT_LIMIT, query::MAX_LIMIT).map_err(ToolError::new)?;
     let after = query::parse_search_cursor(&search, args.cursor.as_deref()).map_err(ToolError::new)?;
@@ -174,7 +178,8 @@ pub async fn list_interactions(
     cx: RequestContext,
 ) -> Result<Rich<InteractionsOutput>, ToolError> {
     let since = args.since.as_deref().map(query::parse_since).transpose().map_err(ToolError::new)?;
-    let limit = query::limit(args.limit, query::DEFAULT_INTERACTIONS, query::MAX_INTERACTIONS).map_err(ToolError::new)?;
+    let limit =
+        query::limit(args.limit, query::DEFAULT_INTERACTIONS, query::MAX_INTERACTIONS).map_err(ToolError::new)?;
     let before = query::parse_interactions_cursor(args.customer_id, since.as_deref(), args.cursor.as_deref())
         .map_err(ToolError::new)?;
     let first_page = before.is_none();
@@ -207,7 +212,11 @@ pub async fn list_interactions(
             r.channel,
             fenced(&fence, &r.subject),
             fenced(&fence, &r.snippet),
-            if r.truncated { format!(" (snippet of {} characters; read {})", r.body_chars, r.uri) } else { String::new() }
+            if r.truncated {
+                format!(" (snippet of {} characters; read {})", r.body_chars, r.uri)
+            } else {
+                String::new()
+            }
         ));
     }
     if let Some(cursor) = &next_cursor {

@@ -90,10 +90,15 @@ fn crm_mcp_on_postgresql() {
         let admin = client(&cluster.admin_url("postgres")).await;
         admin.batch_execute("CREATE DATABASE crm").await.unwrap();
     });
-    cluster.psql("postgres", "CREATE DATABASE c_locale LC_COLLATE 'C' LC_CTYPE 'C' ENCODING 'UTF8' TEMPLATE template0").unwrap();
+    cluster
+        .psql("postgres", "CREATE DATABASE c_locale LC_COLLATE 'C' LC_CTYPE 'C' ENCODING 'UTF8' TEMPLATE template0")
+        .unwrap();
 
     // init refuses a C-ctype database, in words, and leaves it empty.
-    let out = crm(&["init", "--db", "postgres"], &[("CRM_DATABASE_URL", &cluster.admin_url("c_locale")), ("CRM_READONLY_PASSWORD", RO_PASSWORD)]);
+    let out = crm(
+        &["init", "--db", "postgres"],
+        &[("CRM_DATABASE_URL", &cluster.admin_url("c_locale")), ("CRM_READONLY_PASSWORD", RO_PASSWORD)],
+    );
     assert!(!out.status.success());
     assert!(stderr(&out).contains("LC_CTYPE"), "{}", stderr(&out));
     assert!(!stderr(&out).contains(ADMIN_PASSWORD));
@@ -118,7 +123,11 @@ fn crm_mcp_on_postgresql() {
     // A wrong password is reported without any secret.
     let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.url("crm_mcp_ro", "wrong-password-123", "crm"))]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("password authentication failed") && !stderr(&out).contains("wrong-password-123"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("password authentication failed") && !stderr(&out).contains("wrong-password-123"),
+        "{}",
+        stderr(&out)
+    );
 
     // The same suite as SQLite, through the read-only role; the URL also works from a file.
     let mut server = spawn(&[], &[("CRM_DATABASE_URL", &ro_url)]);
@@ -160,7 +169,10 @@ fn crm_mcp_on_postgresql() {
         let n: i64 = c.query_one("SELECT count(*) FROM crm.customers", &[]).await.unwrap().get(0);
         assert_eq!(n, 10_000);
         let tables: i64 = c
-            .query_one("SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')", &[])
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+                &[],
+            )
             .await
             .unwrap()
             .get(0);

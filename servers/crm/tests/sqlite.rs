@@ -58,7 +58,10 @@ fn connection_strings_stay_off_the_command_line() {
     // A missing file is named, and nothing is created.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("none.sqlite");
-    let out = Command::new(env!("CARGO_BIN_EXE_crm-mcp")).args(["--db", &format!("sqlite:{}", path.display())]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_crm-mcp"))
+        .args(["--db", &format!("sqlite:{}", path.display())])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("crm-mcp init"));
     assert!(!path.exists());

@@ -178,7 +178,9 @@ pub struct Rich<T> {
 impl<T: Serialize + JsonSchema> IntoToolOutput for Rich<T> {
     fn into_result(self) -> CallToolResult {
         match serde_json::to_value(&self.value) {
-            Ok(value) => CallToolResult { content: self.content, structured_content: Some(value), ..Default::default() },
+            Ok(value) => {
+                CallToolResult { content: self.content, structured_content: Some(value), ..Default::default() }
+            }
             Err(e) => CallToolResult::error(format!("the tool's output could not be serialized: {e}")),
         }
     }

@@ -58,9 +58,15 @@ impl Store {
     /// Up to `limit + 1` hits after `after` (one more than asked, to know whether a page follows):
     /// exact and prefix hits first, from btree ranges on the keys, and only when they do not fill
     /// the page, substring hits (trigram index for 3+ characters, a scan for 1–2).
-    pub async fn search(&self, search: &Search, after: SearchAfter, limit: u32) -> Result<Vec<CustomerHit>, StoreError> {
+    pub async fn search(
+        &self,
+        search: &Search,
+        after: SearchAfter,
+        limit: u32,
+    ) -> Result<Vec<CustomerHit>, StoreError> {
         let take = limit + 1;
-        let mut hits = if after.rank < 2 { self.search_tier(Tier::Prefix, search, after, take).await? } else { Vec::new() };
+        let mut hits =
+            if after.rank < 2 { self.search_tier(Tier::Prefix, search, after, take).await? } else { Vec::new() };
         if hits.len() < take as usize {
             let after = if after.rank < 2 { SearchAfter { rank: 1, name_len: i32::MAX, id: i64::MAX } } else { after };
             let more = take - hits.len() as u32;
@@ -69,7 +75,13 @@ impl Store {
         Ok(hits)
     }
 
-    async fn search_tier(&self, tier: Tier, search: &Search, after: SearchAfter, take: u32) -> Result<Vec<CustomerHit>, StoreError> {
+    async fn search_tier(
+        &self,
+        tier: Tier,
+        search: &Search,
+        after: SearchAfter,
+        take: u32,
+    ) -> Result<Vec<CustomerHit>, StoreError> {
         match self {
             Store::Sqlite(s) => s.search_tier(tier, search, after, take).await,
             #[cfg(feature = "postgres")]

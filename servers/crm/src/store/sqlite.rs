@@ -121,7 +121,10 @@ fn write(path: &Path, data: &Dataset) -> rusqlite::Result<()> {
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
-    tx.execute("INSERT INTO crm_meta VALUES ('key_version', ?1), ('schema_version', ?2)", [KEY_VERSION, SCHEMA_VERSION])?;
+    tx.execute(
+        "INSERT INTO crm_meta VALUES ('key_version', ?1), ('schema_version', ?2)",
+        [KEY_VERSION, SCHEMA_VERSION],
+    )?;
     {
         let mut company = tx.prepare("INSERT INTO companies VALUES (?1, ?2, ?3, ?4)")?;
         for c in &data.companies {
@@ -239,7 +242,10 @@ impl SqliteStore {
             result.map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::OperationInterrupted) => StoreError::Timeout(inner.timeout),
                 _ => {
-                    eprintln!("crm-mcp: SQLite error: {}", e.sqlite_error_code().map_or("other".into(), |c| format!("{c:?}")));
+                    eprintln!(
+                        "crm-mcp: SQLite error: {}",
+                        e.sqlite_error_code().map_or("other".into(), |c| format!("{c:?}"))
+                    );
                     StoreError::Failed
                 }
             })
@@ -273,7 +279,9 @@ impl SqliteStore {
                 (Tier::Substring, true) => {
                     stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last])?
                 }
-                (Tier::Substring, false) => stmt.query(params![key, kana, after.rank, after.name_len, after.id, take])?,
+                (Tier::Substring, false) => {
+                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take])?
+                }
             };
             let mut hits = Vec::new();
             while let Some(row) = rows.next()? {
@@ -349,21 +357,22 @@ impl SqliteStore {
             let since = since.unwrap_or_default();
             let snippet_chars = model::SNIPPET_CHARS as i64 + 1;
             let mut stmt = conn.prepare_cached(sql)?;
-            let rows = stmt.query_map(params![customer_id, since, at, id, snippet_chars, i64::from(limit) + 1], |r| {
-                let id: i64 = r.get(0)?;
-                let (snippet, truncated) = model::snippet(&r.get::<_, String>(4)?);
-                Ok(InteractionSummary {
-                    id,
-                    occurred_at: r.get(1)?,
-                    channel: r.get(2)?,
-                    subject: r.get(3)?,
-                    snippet,
-                    truncated,
-                    body_chars: r.get(5)?,
-                    untrusted: true,
-                    uri: model::interaction_uri(id),
-                })
-            })?;
+            let rows =
+                stmt.query_map(params![customer_id, since, at, id, snippet_chars, i64::from(limit) + 1], |r| {
+                    let id: i64 = r.get(0)?;
+                    let (snippet, truncated) = model::snippet(&r.get::<_, String>(4)?);
+                    Ok(InteractionSummary {
+                        id,
+                        occurred_at: r.get(1)?,
+                        channel: r.get(2)?,
+                        subject: r.get(3)?,
+                        snippet,
+                        truncated,
+                        body_chars: r.get(5)?,
+                        untrusted: true,
+                        uri: model::interaction_uri(id),
+                    })
+                })?;
             rows.collect()
         })
         .await
@@ -396,9 +405,8 @@ impl SqliteStore {
     /// See [`super::Store::ids`].
     pub async fn ids(&self) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
         self.run(|conn| {
-            let all = |sql: &str| -> rusqlite::Result<Vec<i64>> {
-                conn.prepare(sql)?.query_map([], |r| r.get(0))?.collect()
-            };
+            let all =
+                |sql: &str| -> rusqlite::Result<Vec<i64>> { conn.prepare(sql)?.query_map([], |r| r.get(0))?.collect() };
             Ok((all("SELECT id FROM customers ORDER BY id")?, all("SELECT id FROM interactions ORDER BY id")?))
         })
         .await

@@ -36,7 +36,9 @@ pub fn text(result: &Value) -> String {
 
 /// The ids of a search's hits.
 pub fn hit_ids(result: &Value) -> Vec<i64> {
-    result["structuredContent"]["results"].as_array().map_or(vec![], |a| a.iter().map(|h| h["id"].as_i64().unwrap()).collect())
+    result["structuredContent"]["results"]
+        .as_array()
+        .map_or(vec![], |a| a.iter().map(|h| h["id"].as_i64().unwrap()).collect())
 }
 
 fn search(server: &mut LinePeer, query: &str) -> Value {
@@ -58,7 +60,17 @@ pub fn seed_searches(server: &mut LinePeer) {
     assert_eq!(r["content"][1]["type"], "resource_link");
     assert_eq!(r["content"][1]["uri"], "crm://customers/1023");
 
-    for query in ["ヤマダ", "やまだ", "yamada", "ＹＡＭＡＤＡ", "YAMADA@EXAMPLE.COM", "ﾔﾏﾀﾞ ﾀﾛｳ", "山田　太郎", "Taro Yamada", "yamada taro"] {
+    for query in [
+        "ヤマダ",
+        "やまだ",
+        "yamada",
+        "ＹＡＭＡＤＡ",
+        "YAMADA@EXAMPLE.COM",
+        "ﾔﾏﾀﾞ ﾀﾛｳ",
+        "山田　太郎",
+        "Taro Yamada",
+        "yamada taro",
+    ] {
         let r = search(server, query);
         assert!(hit_ids(&r).contains(&1023), "{query:?} does not find 1023: {r}");
     }
@@ -85,7 +97,15 @@ pub fn normalisation(server: &mut LinePeer) {
             assert!(hit_ids(&r).contains(id), "{query} should find {id}: {}", text(&r));
         }
     }
-    for (query, id) in [("サトウ ユウキ", 1033), ("yuki.sato@example.com", 1033), ("王伟", 1034), ("김민준", 1035), ("José Müller", 1036), ("o'brien", 1037), ("斎藤愛", 1041)] {
+    for (query, id) in [
+        ("サトウ ユウキ", 1033),
+        ("yuki.sato@example.com", 1033),
+        ("王伟", 1034),
+        ("김민준", 1035),
+        ("José Müller", 1036),
+        ("o'brien", 1037),
+        ("斎藤愛", 1041),
+    ] {
         assert!(hit_ids(&search(server, query)).contains(&id), "{query} should find {id}");
     }
 }
@@ -140,7 +160,16 @@ pub fn hostile_queries(server: &mut LinePeer) {
     assert_eq!(hit_ids(&r), vec![1040], "a quote is a literal: {r}");
     let r = search(server, "100% natural");
     assert_eq!(hit_ids(&r), vec![1039]);
-    for query in ["\"Quoted\" OR yamada", "yamada*", "NEAR(a b)", "name_key:yamada", "1' OR '1'='1", "COMMIT; DROP TABLE customers", "\\", "%%%"] {
+    for query in [
+        "\"Quoted\" OR yamada",
+        "yamada*",
+        "NEAR(a b)",
+        "name_key:yamada",
+        "1' OR '1'='1",
+        "COMMIT; DROP TABLE customers",
+        "\\",
+        "%%%",
+    ] {
         let r = search(server, query);
         assert!(r["isError"].is_null(), "{query}: {r}");
         assert_eq!(hit_ids(&r), Vec::<i64>::new(), "{query} is only text, which no customer holds: {r}");
@@ -184,7 +213,10 @@ pub fn bad_input(server: &mut LinePeer) {
 pub fn records(server: &mut LinePeer) {
     let r = call(server, "get_customer", json!({"customer_id": 1023}));
     let c = &r["structuredContent"];
-    assert_eq!((c["name"].as_str(), c["nameKana"].as_str(), c["email"].as_str()), (Some("山田太郎"), Some("ヤマダタロウ"), Some("yamada@example.com")));
+    assert_eq!(
+        (c["name"].as_str(), c["nameKana"].as_str(), c["email"].as_str()),
+        (Some("山田太郎"), Some("ヤマダタロウ"), Some("yamada@example.com"))
+    );
     assert_eq!(c["company"]["name"], "株式会社サンプル商事");
     assert!(c["interactionCount"].as_i64().unwrap() >= 2);
     assert!(text(&r).starts_with("顧客ID:1023 / 山田太郎 / yamada@example.com"));
@@ -208,7 +240,13 @@ pub fn records(server: &mut LinePeer) {
 
     // The 150 kB note: a 200-character snippet, the whole body through the resource, capped.
     let r = call(server, "list_interactions", json!({"customer_id": 1024, "limit": 100}));
-    let long = r["structuredContent"]["interactions"].as_array().unwrap().iter().find(|i| i["subject"] == "長文の議事録").unwrap().clone();
+    let long = r["structuredContent"]["interactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["subject"] == "長文の議事録")
+        .unwrap()
+        .clone();
     assert_eq!(long["snippet"].as_str().unwrap().chars().count(), 200);
     assert_eq!(long["truncated"], true);
     let uri = long["uri"].as_str().unwrap();
@@ -238,8 +276,14 @@ pub fn records(server: &mut LinePeer) {
     assert!(values.contains(&json!("1023")), "{r}");
     assert!(values.iter().all(|v| v.as_str().unwrap().starts_with("102")));
 
-    for (name, language, needle) in [("customer_briefing", "ja", "ブリーフィング"), ("customer_briefing", "en", "briefing"), ("follow_up_draft", "ja", "下書き"), ("follow_up_draft", "en", "Draft")] {
-        let r = server.request("prompts/get", json!({"name": name, "arguments": {"customer_id": "1023", "language": language}}));
+    for (name, language, needle) in [
+        ("customer_briefing", "ja", "ブリーフィング"),
+        ("customer_briefing", "en", "briefing"),
+        ("follow_up_draft", "ja", "下書き"),
+        ("follow_up_draft", "en", "Draft"),
+    ] {
+        let r = server
+            .request("prompts/get", json!({"name": name, "arguments": {"customer_id": "1023", "language": language}}));
         let t = r["result"]["messages"][0]["content"]["text"].as_str().unwrap_or_else(|| panic!("{r}"));
         assert!(t.contains(needle) && t.contains("山田太郎"), "{t}");
         assert!(t.contains("<untrusted-"), "interaction text is fenced in prompts too");
@@ -255,7 +299,11 @@ pub fn definitions(server: &mut LinePeer) {
     assert_eq!(tools.len(), 3);
     for t in tools {
         let a = &t["annotations"];
-        assert_eq!((a["readOnlyHint"].clone(), a["idempotentHint"].clone(), a["openWorldHint"].clone()), (json!(true), json!(true), json!(false)), "{t}");
+        assert_eq!(
+            (a["readOnlyHint"].clone(), a["idempotentHint"].clone(), a["openWorldHint"].clone()),
+            (json!(true), json!(true), json!(false)),
+            "{t}"
+        );
         assert!(t["outputSchema"].is_object(), "{t}");
     }
 }
