@@ -71,6 +71,7 @@ const DEFAULT_TIMEOUT_MS: u64 = 3000;
 enum Db {
     Demo,
     Sqlite(PathBuf),
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Postgres(String),
 }
 
