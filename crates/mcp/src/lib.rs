@@ -17,6 +17,8 @@ pub mod engine;
 pub mod error;
 pub mod fetch;
 pub mod middleware;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod server;
 pub mod tasks;
 pub mod testing;

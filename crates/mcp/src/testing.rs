@@ -197,6 +197,77 @@ impl Drop for HttpServer {
     }
 }
 
+/// A real `redis-server` (Debian's package) on a free loopback port, nothing on disk, stopped
+/// by its pid when dropped. [`RedisServer::restart`] brings it back on the same port, empty.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    /// Starts one and waits (up to 10 s) until it answers `PING`.
+    pub fn start() -> std::io::Result<RedisServer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut server = RedisServer { child: None, port };
+        server.spawn()?;
+        Ok(server)
+    }
+
+    fn spawn(&mut self) -> std::io::Result<()> {
+        let port = self.port.to_string();
+        let child = Command::new("redis-server")
+            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| std::io::Error::other(format!("redis-server: {e} (apt-get install redis-server)")))?;
+        self.child = Some(child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                use std::io::Read;
+                let mut reply = [0u8; 7];
+                if stream.write_all(b"PING\r\n").is_ok()
+                    && stream.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n"
+                {
+                    return Ok(());
+                }
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(std::io::Error::other("redis-server did not answer PING within 10 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port (empty: nothing was on disk).
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.kill();
+        self.spawn()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Raw JSON-RPC lines to and from a server binary on real pipes, for tests of the protocol
 /// itself. Every line the server writes on stdout must be JSON, or [`LinePeer::recv`] panics
 /// saying which line broke the rule. The process is killed when dropped (see

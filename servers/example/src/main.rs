@@ -1,9 +1,12 @@
 //! `mcp-example`: the smallest useful MCP server, for trying hosts and clients against.
 //!
-//! Tools `echo {text}`, `sum {a, b}`, `now` and `wait {ms}`, a static resource, a resource template and a prompt.
+//! Tools `echo {text}`, `sum {a, b}`, `now`, `wait {ms}`, `countdown {ms}` (a task when the client
+//! follows tasks) and `confirm {question}` (asks the user), a static resource, a resource template
+//! and a prompt.
 //! Serves stdio by default, Streamable HTTP with `--http ADDR`.
 
-use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolError};
+use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolDef, ToolError};
+use mcp::tasks::TaskSupport;
 use mcp::types::prompts::PromptMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -32,6 +35,21 @@ struct Sum {
 struct Wait {
     /// How long to wait, in milliseconds (at most 60,000).
     ms: u64,
+}
+
+/// Arguments of `confirm`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Confirm {
+    /// The yes-or-no question to put to the user.
+    question: String,
+}
+
+/// The answer `confirm` asks for.
+#[derive(Deserialize, JsonSchema)]
+struct Answer {
+    /// Yes or no.
+    yes: bool,
 }
 
 /// Arguments of the `greet` prompt.
@@ -71,6 +89,19 @@ async fn wait(args: Wait, cx: RequestContext) -> Result<String, ToolError> {
     Ok(format!("waited {} ms", args.ms))
 }
 
+async fn countdown(args: Wait, cx: RequestContext) -> Result<String, ToolError> {
+    let done = wait(args, cx).await?;
+    Ok(format!("countdown over: {done}"))
+}
+
+async fn confirm(args: Confirm, cx: RequestContext) -> Result<String, ToolError> {
+    match cx.elicit::<Answer>(&args.question).await? {
+        mcp::server::Elicitation::Accepted(Answer { yes: true }) => Ok("the user said yes".into()),
+        mcp::server::Elicitation::Accepted(Answer { yes: false }) => Ok("the user said no".into()),
+        _ => Ok("the user did not answer".into()),
+    }
+}
+
 async fn about(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
     Ok("mcp-example: a demonstration server of the mcp-rs project.\n\
         Tools: echo (returns its text), sum (adds two numbers)."
@@ -99,6 +130,13 @@ fn router() -> Router {
         .tool("sum", "Adds two numbers and returns \"a + b = c\". Call this for any addition.", sum)
         .tool("now", "Returns the server's current time as seconds since the Unix epoch.", now)
         .tool("wait", "Waits the given number of milliseconds, reporting progress, then says so. For trying timeouts and cancellation.", wait)
+        .tool_def(
+            ToolDef::new("countdown")
+                .description("Counts down the given number of milliseconds, reporting progress; runs as a task for clients that follow tasks.")
+                .task_support(TaskSupport::Optional),
+            countdown,
+        )
+        .tool("confirm", "Asks the user a yes-or-no question and says what they answered.", confirm)
         .resource("example://about", "about", about)
         .resource_template("example://greeting/{name}", "greeting", greeting)
         .prompt("greet", "Asks the model for a short greeting of someone.", greet)

@@ -34,6 +34,7 @@ use crate::transport::http::HttpConfig;
 
 mod logging;
 mod protect;
+pub mod store;
 
 pub use logging::init_logging;
 pub use protect::{AuthArgs, LimitArgs};
@@ -78,6 +79,11 @@ pub struct ServeArgs {
     /// Tasks (and jobs) one account may run at once; past it a call is told when to retry
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
     pub max_jobs_per_account: u64,
+    /// Where the state several instances share lives: `memory` (the default: one process) or
+    /// redis://[:PASSWORD@]HOST:PORT[/DB] (task records, rate-limit counters, the requestState
+    /// key; rediss:// for TLS)
+    #[arg(long, value_name = "URL", help_heading = "Scale")]
+    pub store: Option<String>,
     /// Where task records are kept: `memory` (the default) or `sqlite:PATH` (results survive a
     /// restart; tasks cut short by one read as failed)
     #[arg(long, value_name = "STORE", help_heading = "Tasks")]
@@ -110,6 +116,7 @@ impl Default for ServeArgs {
             max_sessions: 10_000,
             max_jobs_per_account: 5,
             task_store: None,
+            store: None,
             task_ttl: 3600,
             account_header: None,
             tls_cert: None,
@@ -149,10 +156,12 @@ pub fn parse<C: Parser + Default>() -> C {
 
 /// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`. Log messages go to
 /// stderr (see [`init_logging`]).
-pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
+pub async fn serve(mut router: Router, args: &ServeArgs) -> std::io::Result<()> {
     init_logging();
+    let shared = store::open(args.store.as_deref()).await?;
+    store::apply(&mut router, &shared, args.task_store.is_some()).await?;
     configure_tasks(&router, args).await?;
-    args.limits.install(&router)?;
+    args.limits.install(&router, &shared)?;
     match &args.http {
         None if args.auth.enabled() => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -132,7 +132,8 @@ fn parse_size(text: &str) -> Result<usize, String> {
 impl LimitArgs {
     /// Adds the layers these options ask for, outermost first: the audit log (so refusals are
     /// logged too), the rate limit, the timeout, the concurrency cap, the size cap.
-    pub fn install(&self, router: &Router) -> std::io::Result<()> {
+    /// The rate limit counts on the shared store when there is one.
+    pub fn install(&self, router: &Router, shared: &super::store::SharedStore) -> std::io::Result<()> {
         match self.audit_log.as_deref() {
             None => {}
             Some("-") => router.add_layer(AuditLog::to_stderr().with_arguments(self.audit_arguments)),
@@ -142,7 +143,13 @@ impl LimitArgs {
         }
         if let Some(Rate(rate)) = self.rate_limit {
             let burst = self.rate_burst.map_or(rate.max(1.0), f64::from);
-            router.add_layer(RateLimit::new(rate, burst));
+            match shared {
+                super::store::SharedStore::Memory => router.add_layer(RateLimit::new(rate, burst)),
+                #[cfg(feature = "redis")]
+                super::store::SharedStore::Redis(redis) => {
+                    router.add_layer(crate::redis::RedisRateLimit::new(redis.clone(), rate, burst))
+                }
+            }
         }
         if let Some(limit) = self.request_timeout {
             router.add_layer(Timeout::new(limit));

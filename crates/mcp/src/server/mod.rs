@@ -196,6 +196,18 @@ impl Router {
         self
     }
 
+    /// Sets the `requestState` key of a router not yet shared (cloned or serving); `false` if it
+    /// is.
+    pub fn set_state_key(&mut self, key: [u8; 32]) -> bool {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.config.state_key = StateKey::new(key);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The most memory a value from the client may take once parsed into a tree (default
     /// 16 MiB): the arguments of a tool whose schema is not flat, `inputResponses`. A larger one
     /// is refused with a message, so that a small text of many tiny objects (which take tens of

@@ -325,6 +325,9 @@ impl LiveTask {
     async fn save(&self, announce: bool) {
         let Some(manager) = self.manager() else { return };
         let _turn = self.saving.lock().await;
+        if manager.store.is_shared() && self.ended_elsewhere(&manager).await {
+            return;
+        }
         let record = {
             let mut state = self.state.lock().unwrap();
             state.last_saved = Instant::now();
@@ -337,6 +340,29 @@ impl LiveTask {
             let _ = manager.changes.send(record.clone());
             self.tell_session(&record).await;
         }
+    }
+
+    /// On a shared store: whether another node ended this task (cancelled it); if so the work
+    /// here stops and the stored end stands.
+    async fn ended_elsewhere(&self, manager: &Arc<TaskManager>) -> bool {
+        let Ok(Some(stored)) = manager.store.get(&self.id).await else { return false };
+        let slot = {
+            let mut state = self.state.lock().unwrap();
+            let ours = state.record.status;
+            let theirs_wins =
+                stored.status.is_terminal() && (!ours.is_terminal() || stored.status == TaskStatus::Cancelled);
+            if !theirs_wins || stored.status == ours {
+                return false;
+            }
+            state.record = stored.clone();
+            state.slot.take()
+        };
+        drop(slot);
+        self.cancel.cancel();
+        self.answered.notify_waiters();
+        let _ = manager.changes.send(stored);
+        manager.forget(&self.id);
+        true
     }
 
     /// Legacy tasks: `notifications/tasks/status` on the session.

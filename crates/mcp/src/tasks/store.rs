@@ -61,6 +61,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// At start-up: every task still `working` or `input_required` (its process is gone) becomes
     /// `failed` with `reason`. Returns how many.
     fn recover(&self, reason: &str) -> StoreFuture<'_, usize>;
+    /// Whether other processes write to the same records (Redis): a running task then reads its
+    /// record back before each write, and stops if another node ended it (a `tasks/cancel`
+    /// that landed there).
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 /// The record of an unfinished task whose process ended: failed, with the reason.

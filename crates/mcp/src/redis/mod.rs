@@ -1,0 +1,138 @@
+//! State shared by several instances of a server on Redis (feature `redis`), so that a load
+//! balancer may send any request to any instance: task records ([`RedisTaskStore`]), rate-limit
+//! counters ([`RedisRateLimit`]) and the key that seals `requestState` ([`Redis::state_key`]),
+//! so that any node resumes another's `input_required` round.
+//!
+//! One multiplexed connection per process (concurrent commands are pipelined on it), which
+//! reconnects by itself: while Redis is unreachable the requests that need it fail fast with a
+//! clear error, and the node recovers when Redis is back. Keys live under a prefix (`mcp:` by
+//! default, `?prefix=NAME:` in the URL) so that several servers can share one Redis.
+
+mod rate;
+mod tasks;
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use rate::RedisRateLimit;
+pub use tasks::RedisTaskStore;
+
+/// How long a command may take before the node gives up on Redis for this request.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to Redis, shared by the stores of one process (cheap to clone).
+#[derive(Clone)]
+pub struct Redis {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+/// Why a Redis operation failed, in words that name no secret.
+pub fn describe(e: &redis::RedisError) -> String {
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+        "the shared store (Redis) is unreachable".to_owned()
+    } else {
+        format!("the shared store (Redis) failed: {}", e.kind_str())
+    }
+}
+
+trait KindStr {
+    fn kind_str(&self) -> String;
+}
+
+impl KindStr for redis::RedisError {
+    fn kind_str(&self) -> String {
+        format!("{:?}", self.kind())
+    }
+}
+
+/// Splits our own `prefix` parameter off a Redis URL.
+fn split_prefix(url: &str) -> (String, String) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), "mcp:".to_owned()) };
+    let mut prefix = "mcp:".to_owned();
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("prefix=") {
+            Some(p) if !p.is_empty() => {
+                prefix = p.to_owned();
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let url = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+    (url, prefix)
+}
+
+impl Redis {
+    /// Connects to `redis://[USER:PASSWORD@]HOST:PORT[/DB]` (or `rediss://` for TLS). Fails if
+    /// Redis cannot be reached now; afterwards the connection comes back by itself.
+    pub async fn connect(url: &str) -> Result<Redis, String> {
+        let (url, prefix) = split_prefix(url);
+        let client = redis::Client::open(url.as_str())
+            .map_err(|_| "the --store URL is not a valid Redis URL (redis://[:PASSWORD@]HOST:PORT[/DB])".to_owned())?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(RESPONSE_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(1));
+        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| describe(&e))?;
+        let redis = Redis { conn, prefix };
+        redis.ping().await?;
+        Ok(redis)
+    }
+
+    /// `PING`.
+    pub async fn ping(&self) -> Result<(), String> {
+        let mut conn = self.conn.clone();
+        redis::cmd("PING").query_async::<String>(&mut conn).await.map(drop).map_err(|e| describe(&e))
+    }
+
+    /// The connection, for a command.
+    pub(crate) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// `prefix` + `name`.
+    pub(crate) fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The key every node seals `requestState` with: the first node to ask draws it at random
+    /// (`SET NX`), every other node reads it back.
+    pub async fn state_key(&self) -> Result<[u8; 32], String> {
+        let mut fresh = [0u8; 32];
+        getrandom::fill(&mut fresh).map_err(|e| format!("random source: {e}"))?;
+        let hex: String = fresh.iter().map(|b| format!("{b:02x}")).collect();
+        let key = self.key("state-key");
+        let mut conn = self.conn();
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(&key).arg(&hex).arg("NX").ignore().cmd("GET").arg(&key);
+        let (stored,): (String,) = pipe.query_async(&mut conn).await.map_err(|e| describe(&e))?;
+        let mut out = [0u8; 32];
+        if stored.len() != 64 {
+            return Err(format!("{key} in Redis is not a 32-byte hex key; delete it and restart"));
+        }
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&stored[2 * i..2 * i + 2], 16)
+                .map_err(|_| format!("{key} in Redis is not a 32-byte hex key; delete it and restart"))?;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_prefix;
+
+    #[test]
+    fn our_prefix_parameter_is_taken_off_the_url() {
+        assert_eq!(split_prefix("redis://h:1/0"), ("redis://h:1/0".into(), "mcp:".into()));
+        assert_eq!(split_prefix("redis://h:1/0?prefix=crm:"), ("redis://h:1/0".into(), "crm:".into()));
+        assert_eq!(
+            split_prefix("rediss://h:1/0?protocol=resp3&prefix=a:"),
+            ("rediss://h:1/0?protocol=resp3".into(), "a:".into())
+        );
+    }
+}

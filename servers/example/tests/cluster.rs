@@ -1,0 +1,173 @@
+//! Three instances of `mcp-example` on one real Redis (`--store redis://...`), requests spread
+//! across them by the test: a task created on A is polled on B, read on C and cancelled through
+//! another node; an `input_required` round begun on A is finished on B (the `requestState` key
+//! is shared); one rate limit counts across all three; with Redis gone, what needs it fails
+//! clearly, the rest keeps working, and everything recovers when Redis is back.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use mcp::testing::{HttpServer, RedisServer};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-example");
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// POSTs a 2026-07-28 request to the node on `port`; the HTTP status and the JSON-RPC message.
+fn post(port: u16, method: &str, mut params: Value, caps: Value) -> (u16, Value) {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "cluster-test", "version": "1"}});
+    let named = params["name"].as_str().or(params["taskId"].as_str());
+    let name = named.map(|n| format!("Mcp-Name: {n}\r\n")).unwrap_or_default();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n\
+         {name}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = stream.read_to_string(&mut raw);
+    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let payload = raw.split_once("\r\n\r\n").map_or("", |(_, p)| p);
+    let message = payload
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data: ").or(Some(l)))
+        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some()))
+        .unwrap_or(Value::Null);
+    (status, message)
+}
+
+fn tasks_caps() -> Value {
+    json!({"extensions": {TASKS: {}}})
+}
+
+fn task_status(port: u16, id: &str) -> Value {
+    post(port, "tasks/get", json!({"taskId": id}), tasks_caps()).1
+}
+
+fn nodes(store: &str, extra: &[&str]) -> Vec<HttpServer> {
+    (0..3)
+        .map(|_| {
+            let mut args = vec!["--store", store];
+            args.extend_from_slice(extra);
+            HttpServer::start(BIN, &args).expect("mcp-example with --store")
+        })
+        .collect()
+}
+
+#[test]
+fn a_task_created_on_one_node_is_polled_and_cancelled_through_the_others() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+
+    let (_, created) = post(a, "tools/call", json!({"name": "countdown", "arguments": {"ms": 1500}}), tasks_caps());
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let on_b = task_status(b, &id);
+    assert_eq!(on_b["result"]["status"], "working", "B sees A's task: {on_b}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let done = loop {
+        let r = task_status(c, &id);
+        if r["result"]["status"] == "completed" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the task never completed as seen from C: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "countdown over: waited 1500 ms");
+
+    // Cancelled through B while A runs it: C reads cancelled, and A's work does not overwrite it.
+    let (_, created) = post(a, "tools/call", json!({"name": "countdown", "arguments": {"ms": 3000}}), tasks_caps());
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let (_, cancelled) = post(b, "tasks/cancel", json!({"taskId": id}), tasks_caps());
+    assert!(cancelled["error"].is_null(), "{cancelled}");
+    assert_eq!(task_status(c, &id)["result"]["status"], "cancelled");
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(task_status(a, &id)["result"]["status"], "cancelled", "the end another node wrote stands");
+    // Unknown ids are unknown everywhere.
+    assert!(task_status(c, "no-such-task")["error"].is_object());
+}
+
+#[test]
+fn an_input_round_begun_on_one_node_is_finished_on_another() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let caps = json!({"elicitation": {}});
+    let call = json!({"name": "confirm", "arguments": {"question": "Ship it?"}});
+    let (_, asked) = post(n[0].port(), "tools/call", call.clone(), caps.clone());
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let (key, _) = asked["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    let mut retry = call.clone();
+    retry["inputResponses"] = json!({key: {"action": "accept", "content": {"yes": true}}});
+    retry["requestState"] = asked["result"]["requestState"].clone();
+    let (_, answered) = post(n[1].port(), "tools/call", retry, caps.clone());
+    assert_eq!(answered["result"]["content"][0]["text"], "the user said yes", "B opens A's sealed state: {answered}");
+
+    // Without the shared key (a node on its own), the same state is refused.
+    let alone = HttpServer::start(BIN, &[]).unwrap();
+    let mut retry = call;
+    retry["inputResponses"] = json!({key: {"action": "accept", "content": {"yes": true}}});
+    retry["requestState"] = asked["result"]["requestState"].clone();
+    let (_, refused) = post(alone.port(), "tools/call", retry, caps);
+    assert!(refused["error"].is_object(), "{refused}");
+}
+
+#[test]
+fn one_rate_limit_counts_across_nodes_and_redis_going_away_is_survived() {
+    let mut redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &["--rate-limit", "0.2/s", "--rate-burst", "3"]);
+    let echo = json!({"name": "echo", "arguments": {"text": "hi"}});
+    for node in &n {
+        let (status, r) = post(node.port(), "tools/call", echo.clone(), json!({}));
+        assert_eq!((status, r["result"]["content"][0]["text"].clone()), (200, json!("hi")), "{r}");
+    }
+    let (status, refused) = post(n[1].port(), "tools/call", echo.clone(), json!({}));
+    assert_eq!(status, 429, "the fourth call anywhere is over the shared burst of 3: {refused}");
+    assert_eq!(refused["error"]["code"], 429);
+
+    // Redis gone: the rate-limited call fails fast and says why; a node without it still serves.
+    redis.kill();
+    let plain = HttpServer::start(BIN, &[]).unwrap();
+    let started = Instant::now();
+    let (_, r) = post(n[0].port(), "tools/call", echo.clone(), json!({}));
+    assert!(started.elapsed() < Duration::from_secs(10), "fails fast: {:?}", started.elapsed());
+    assert_eq!(r["error"]["code"], -32011, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("unreachable"), "{r}");
+    assert_eq!(post(plain.port(), "tools/call", echo.clone(), json!({})).1["result"]["content"][0]["text"], "hi");
+
+    // Back: every node recovers by itself.
+    redis.restart().unwrap();
+    for node in &n {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let (_, r) = post(node.port(), "tools/call", echo.clone(), json!({}));
+            if r["result"]["content"][0]["text"] == "hi" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the node did not recover: {r}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+#[test]
+fn a_node_told_to_use_an_unreachable_redis_refuses_to_start() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = std::process::Command::new(BIN)
+        .args(["--http", "127.0.0.1:0", "--store", &format!("redis://:hunter2-secret@127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unreachable") && !stderr.contains("hunter2"), "{stderr}");
+    let out = std::process::Command::new(BIN).args(["--store", "memcached://x"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
+}
