@@ -171,3 +171,95 @@ fn a_node_told_to_use_an_unreachable_redis_refuses_to_start() {
     let out = std::process::Command::new(BIN).args(["--store", "memcached://x"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
 }
+
+/// POSTs a legacy-session message; the status, the lower-cased head and the JSON-RPC message.
+fn legacy(port: u16, session: Option<&str>, message: Value) -> (u16, String, Value) {
+    let body = message.to_string();
+    let session =
+        session.map(|s| format!("Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-11-25\r\n")).unwrap_or_default();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = stream.read_to_string(&mut raw);
+    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (head, payload) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let message = payload
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data: ").or(Some(l)))
+        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some()))
+        .unwrap_or(Value::Null);
+    (status, head.to_ascii_lowercase(), message)
+}
+
+fn open_session(port: u16) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "cluster-test", "version": "1"}}});
+    let (status, head, r) = legacy(port, None, init);
+    assert_eq!(status, 200, "{r}");
+    let id = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).expect("a session id").trim().to_owned();
+    let (status, _, _) = legacy(port, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202);
+    id
+}
+
+fn echo_in(port: u16, session: &str, text: &str) -> (u16, Value) {
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}});
+    let (status, _, r) = legacy(port, Some(session), call);
+    (status, r)
+}
+
+fn get_stream_status(port: u16, session: &str) -> u16 {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0)
+}
+
+#[test]
+fn a_legacy_session_begun_on_one_node_is_served_by_all_and_ended_by_any() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &["--session-idle", "3"]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+    let session = open_session(a);
+    for (node, text) in [(b, "on B"), (c, "on C"), (a, "on A"), (b, "on B again")] {
+        let (status, r) = echo_in(node, &session, text);
+        assert_eq!((status, r["result"]["content"][0]["text"].clone()), (200, json!(text)), "{r}");
+    }
+    let set_level = json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "debug"}});
+    assert!(legacy(c, Some(&session), set_level).2["result"].is_object());
+    assert_eq!(get_stream_status(c, &session), 200, "C opens the GET stream of A's session");
+    // DELETE on B ends it for A and C too.
+    let mut stream = TcpStream::connect(("127.0.0.1", b)).unwrap();
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{b}\r\nConnection: close\r\nMcp-Session-Id: {session}\r\n\r\n"
+    );
+    stream.write_all(delete.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = stream.read_to_string(&mut raw);
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    for node in [a, b, c] {
+        assert_eq!(echo_in(node, &session, "gone?").0, 404, "ended everywhere");
+    }
+    // Idle everywhere for longer than --session-idle: ended on every node.
+    let session = open_session(b);
+    assert_eq!(echo_in(a, &session, "x").0, 200);
+    std::thread::sleep(Duration::from_millis(3500));
+    for node in [a, b, c] {
+        assert_eq!(echo_in(node, &session, "late").0, 404, "the idle deadline is cluster-wide");
+    }
+    // A forged id is unknown everywhere.
+    assert_eq!(echo_in(c, "00000000000000000000000000000000", "x").0, 404);
+}

@@ -171,6 +171,7 @@ pub async fn serve(mut router: Router, args: &ServeArgs) -> std::io::Result<()> 
         Some(addr) => {
             let mut config = args.http_config();
             config.auth = args.auth.resource_server(&router)?;
+            config.directory = shared.session_directory();
             transport::http::serve_with_config(router, addr, config).await
         }
     }

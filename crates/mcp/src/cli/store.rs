@@ -1,8 +1,8 @@
 //! `--store`: where the state that several instances of a server share lives. `memory` (the
 //! default) keeps today's behaviour and costs nothing; `redis://HOST:PORT[/DB]` (feature
-//! `redis`; `rediss://` for TLS, a password in the URL) puts task records, rate-limit counters
-//! and the `requestState` key on Redis, so any node serves a stateless 2026-07-28 request that
-//! another node began.
+//! `redis`; `rediss://` for TLS, a password in the URL) puts task records, rate-limit counters,
+//! the `requestState` key and legacy session records on Redis, so any node serves a request
+//! that another node began.
 
 use std::io;
 
@@ -17,6 +17,19 @@ pub enum SharedStore {
     /// Redis.
     #[cfg(feature = "redis")]
     Redis(crate::redis::Redis),
+}
+
+impl SharedStore {
+    /// The shared table of legacy sessions, if any.
+    pub fn session_directory(&self) -> Option<crate::transport::http::SharedSessions> {
+        match self {
+            SharedStore::Memory => None,
+            #[cfg(feature = "redis")]
+            SharedStore::Redis(redis) => Some(crate::transport::http::SharedSessions(std::sync::Arc::new(
+                crate::redis::RedisSessions::new(redis.clone()),
+            ))),
+        }
+    }
 }
 
 fn invalid(message: String) -> io::Error {

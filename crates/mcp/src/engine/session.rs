@@ -76,6 +76,16 @@ impl Session {
         self.subscriptions.lock().unwrap().remove(uri);
     }
 
+    /// Every subscribed URI.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.subscriptions.lock().unwrap().iter().cloned().collect()
+    }
+
+    /// Replaces the subscriptions (a copy of a session brought up to date by another node's).
+    pub fn set_subscriptions(&self, uris: impl IntoIterator<Item = String>) {
+        *self.subscriptions.lock().unwrap() = uris.into_iter().collect();
+    }
+
     /// Whether the client subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
         self.subscriptions.lock().unwrap().contains(uri)

@@ -1,7 +1,8 @@
 //! State shared by several instances of a server on Redis (feature `redis`), so that a load
 //! balancer may send any request to any instance: task records ([`RedisTaskStore`]), rate-limit
-//! counters ([`RedisRateLimit`]) and the key that seals `requestState` ([`Redis::state_key`]),
-//! so that any node resumes another's `input_required` round.
+//! counters ([`RedisRateLimit`]), the key that seals `requestState` ([`Redis::state_key`]), so
+//! that any node resumes another's `input_required` round, and legacy session records
+//! ([`RedisSessions`]), so that any node serves a session another created.
 //!
 //! One multiplexed connection per process (concurrent commands are pipelined on it), which
 //! reconnects by itself: while Redis is unreachable the requests that need it fail fast with a
@@ -9,6 +10,7 @@
 //! default, `?prefix=NAME:` in the URL) so that several servers can share one Redis.
 
 mod rate;
+mod sessions;
 mod tasks;
 
 use std::time::Duration;
@@ -16,6 +18,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use rate::RedisRateLimit;
+pub use sessions::RedisSessions;
 pub use tasks::RedisTaskStore;
 
 /// How long a command may take before the node gives up on Redis for this request.

@@ -39,8 +39,7 @@ pub struct RedisRateLimit {
     script: redis::Script,
 }
 
-/// The JSON-RPC code of "a store this request needs is unreachable" (server-defined range).
-pub const STORE_UNAVAILABLE: mcp_types::ErrorCode = mcp_types::ErrorCode(-32011);
+pub use crate::transport::http::directory::STORE_UNAVAILABLE;
 
 impl RedisRateLimit {
     /// `rate` requests per second per account, in bursts of up to `burst`.

@@ -12,6 +12,7 @@
 //! Safe by default: Host and Origin checked on loopback, bounded bodies, a bounded session table
 //! with an idle reaper.
 
+pub mod directory;
 mod events;
 mod legacy_sse;
 mod post;
@@ -67,6 +68,18 @@ pub struct HttpConfig {
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Require OAuth access tokens (see [`crate::auth`]); its resource defaults to the URL served.
     pub auth: Option<crate::auth::ResourceServer>,
+    /// Legacy sessions shared with other nodes (see [`directory`]); `None`: this node's alone.
+    pub directory: Option<SharedSessions>,
+}
+
+/// A [`directory::SessionDirectory`] shared by the nodes of a cluster.
+#[derive(Clone)]
+pub struct SharedSessions(pub Arc<dyn directory::SessionDirectory>);
+
+impl std::fmt::Debug for SharedSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedSessions")
+    }
 }
 
 impl Default for HttpConfig {
@@ -85,6 +98,7 @@ impl Default for HttpConfig {
             account_header: None,
             tls: None,
             auth: None,
+            directory: None,
         }
     }
 }
@@ -149,7 +163,7 @@ impl McpService {
                 }
             }
             Method::GET => post::get(shared, request.into_parts().0).await,
-            Method::DELETE => post::delete(shared, request.into_parts().0),
+            Method::DELETE => post::delete(shared, request.into_parts().0).await,
             _ => {
                 let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));

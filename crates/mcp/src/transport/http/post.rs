@@ -14,9 +14,10 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::directory::STORE_UNAVAILABLE;
 use super::events::EventStream;
 use super::sessions::HttpSession;
-use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared};
+use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared, SharedSessions};
 use crate::auth::Identity;
 use crate::engine::connection::{forward_changes, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
@@ -49,15 +50,16 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
     }
     let session = match header(&parts.headers, SESSION) {
-        Some(id) => match shared.sessions.get(id, owner.as_deref()) {
-            Some(s) => Some(s),
-            None => {
+        Some(id) => match find_session(&shared, id, owner.as_deref()).await {
+            Ok(Some(s)) => Some(s),
+            Ok(None) => {
                 return rpc_error(
                     StatusCode::NOT_FOUND,
                     None,
                     ErrorObject::invalid_request("Session not found: initialize again"),
                 )
             }
+            Err(unavailable) => return unavailable,
         },
         None => None,
     };
@@ -79,8 +81,17 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     match envelope.kind() {
         Ok(MessageKind::Request { id, method, params }) => {
             let raw = RawParams::in_body(&body, params);
+            let changes_state =
+                matches!(&*method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe");
+            let to_save = session.clone().filter(|_| changes_state);
             let request_parts = RequestParts { headers: &parts.headers, session, caller };
-            request(&shared, request_parts, id, &method, params, raw).await
+            let response = request(&shared, request_parts, id, &method, params, raw).await;
+            if let Some(session) = to_save {
+                if let Err(e) = save_session(&shared, &session).await {
+                    tracing::warn!("the session's new state is not shared: {e}");
+                }
+            }
+            response
         }
         Ok(MessageKind::Notification { method, params }) => {
             if method == "notifications/cancelled" {
@@ -173,7 +184,7 @@ async fn request(
     let RequestParts { headers, session, caller } = from;
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
-        return initialize(shared, id, params, caller.as_ref());
+        return initialize(shared, id, params, caller.as_ref()).await;
     }
     if modern {
         let checked = check_modern_headers(headers, method, params)
@@ -363,7 +374,67 @@ pub(crate) fn sse_response(body: Body) -> Response<Body> {
     r
 }
 
-fn initialize(
+fn unavailable(message: String) -> Response<Body> {
+    let e = ErrorObject::new(STORE_UNAVAILABLE, format!("{message}; try again in a moment"));
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, e)
+}
+
+/// The session `id` of `owner`: this node's copy, checked against (or rebuilt from) the shared
+/// directory when there is one, in one round trip when the copy is current. `Err` is the
+/// response to send when the directory cannot be reached.
+async fn find_session(
+    shared: &Arc<Shared>,
+    id: &str,
+    owner: Option<&str>,
+) -> Result<Option<Arc<HttpSession>>, Response<Body>> {
+    let local = shared.sessions.get(id, owner);
+    let Some(SharedSessions(directory)) = &shared.config.directory else { return Ok(local) };
+    let Some(rev) = directory.touch(id, shared.config.session_idle).await.map_err(unavailable)? else {
+        shared.sessions.forget(id); // ended on another node, or idle everywhere
+        return Ok(None);
+    };
+    if let Some(s) = local.as_ref().filter(|s| s.rev.load(Ordering::Relaxed) == rev) {
+        return Ok(Some(s.clone()));
+    }
+    let Some((rev, record)) = directory.get(id).await.map_err(unavailable)? else {
+        shared.sessions.forget(id);
+        return Ok(None);
+    };
+    if record.owner.as_deref() != owner {
+        tracing::warn!("refused a request on a session that another caller created");
+        return Ok(None);
+    }
+    let entry = match local {
+        Some(entry) => entry,
+        None => {
+            let (outbox, rx) = Outbox::channel(256);
+            let session =
+                Session::new(record.version.clone(), record.capabilities.clone(), record.client_info.clone(), outbox);
+            let Some(entry) =
+                shared.sessions.insert_with_id(id.to_owned(), Arc::new(session), rx, record.owner.clone())
+            else {
+                return Err(unavailable("too many sessions on this node".into()));
+            };
+            entry
+        }
+    };
+    if let Some(level) = record.log_level {
+        entry.session.set_log_level(level);
+    }
+    entry.session.set_subscriptions(record.subscriptions);
+    entry.rev.store(rev, Ordering::Relaxed);
+    Ok(Some(entry))
+}
+
+/// Writes a session's record to the shared directory, if there is one.
+async fn save_session(shared: &Shared, session: &HttpSession) -> Result<(), String> {
+    let Some(SharedSessions(directory)) = &shared.config.directory else { return Ok(()) };
+    let rev = directory.put(&session.id, &session.record(), shared.config.session_idle).await?;
+    session.rev.store(rev, Ordering::Relaxed);
+    Ok(())
+}
+
+async fn initialize(
     shared: &Arc<Shared>,
     id: RequestId,
     params: Option<&RawValue>,
@@ -380,6 +451,11 @@ fn initialize(
         let e = ErrorObject::internal("too many sessions: try again later");
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
     };
+    if let Err(e) = save_session(shared, &entry).await {
+        shared.sessions.forget(&entry.id);
+        let e = ErrorObject::new(STORE_UNAVAILABLE, format!("{e}; try again in a moment"));
+        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
+    }
     let bytes = response_bytes(&id, serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string())));
     let mut r = json(StatusCode::OK, bytes);
     if let Ok(v) = HeaderValue::from_str(&entry.id) {
@@ -553,12 +629,16 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     let Some(id) = header(&parts.headers, SESSION) else {
         return super::legacy_sse::open(&shared, caller);
     };
-    let Some(session) = shared.sessions.get(id, caller.as_ref().map(Identity::account).as_deref()) else {
-        return rpc_error(
-            StatusCode::NOT_FOUND,
-            None,
-            ErrorObject::invalid_request("Session not found: initialize again"),
-        );
+    let session = match find_session(&shared, id, caller.as_ref().map(Identity::account).as_deref()).await {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorObject::invalid_request("Session not found: initialize again"),
+            )
+        }
+        Err(unavailable) => return unavailable,
     };
     if let Some(last) = header(&parts.headers, "last-event-id") {
         if let Some((stream, seq)) = last.split_once('-').and_then(|(n, s)| Some((n.parse().ok()?, s.parse().ok()?))) {
@@ -582,11 +662,26 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     sse_response(body)
 }
 
-/// DELETE: ends a legacy session.
-pub(crate) fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
+/// DELETE: ends a legacy session (on every node, with a shared directory).
+pub(crate) async fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     let owner = caller(&parts).map(|c| c.account());
+    let ended = match (header(&parts.headers, SESSION), &shared.config.directory) {
+        (Some(id), Some(SharedSessions(directory))) => match find_session(&shared, id, owner.as_deref()).await {
+            Ok(Some(_)) => {
+                shared.sessions.remove(id, owner.as_deref());
+                match directory.remove(id).await {
+                    Ok(_) => true,
+                    Err(e) => return unavailable(e),
+                }
+            }
+            Ok(None) => false,
+            Err(unavailable) => return unavailable,
+        },
+        (Some(id), None) => shared.sessions.remove(id, owner.as_deref()),
+        (None, _) => false,
+    };
     match header(&parts.headers, SESSION) {
-        Some(id) if shared.sessions.remove(id, owner.as_deref()) => {
+        Some(_) if ended => {
             let mut r = Response::new(sse::empty());
             *r.status_mut() = StatusCode::OK;
             r

@@ -28,6 +28,8 @@ pub(crate) struct HttpSession {
     pub get_open: AtomicBool,
     /// The account of the caller that created it (with authentication on): only it may use it.
     owner: Option<String>,
+    /// The revision of the shared record this copy matches (clusters only).
+    pub rev: AtomicU64,
 }
 
 impl Drop for HttpSession {
@@ -52,6 +54,18 @@ impl HttpSession {
         }
         streams.push((n, stream));
         n
+    }
+
+    /// The record other nodes rebuild this session from.
+    pub fn record(&self) -> super::directory::SessionRecord {
+        super::directory::SessionRecord {
+            version: self.session.version.clone(),
+            capabilities: self.session.client_capabilities.clone(),
+            client_info: self.session.client_info.clone(),
+            owner: self.owner.clone(),
+            log_level: self.session.log_level(),
+            subscriptions: self.session.subscriptions(),
+        }
     }
 
     /// A stream by number, for `Last-Event-ID`.
@@ -88,8 +102,19 @@ impl SessionTable {
         get_rx: OutboxReceiver,
         owner: Option<String>,
     ) -> Option<Arc<HttpSession>> {
+        self.insert_with_id(new_session_id(), session, get_rx, owner)
+    }
+
+    /// Adds a session under a known id (a copy of one another node created).
+    pub fn insert_with_id(
+        &self,
+        id: String,
+        session: Arc<Session>,
+        get_rx: OutboxReceiver,
+        owner: Option<String>,
+    ) -> Option<Arc<HttpSession>> {
         let mut map = self.map.lock().unwrap();
-        if map.len() >= self.max {
+        if map.len() >= self.max && !map.contains_key(&id) {
             let victim = map
                 .values()
                 .filter(|s| s.is_idle())
@@ -98,7 +123,6 @@ impl SessionTable {
             tracing::debug!("session table full: ended the least recently active idle session");
             map.remove(&victim);
         }
-        let id = new_session_id();
         let entry = Arc::new(HttpSession {
             id: id.clone(),
             session,
@@ -109,9 +133,15 @@ impl SessionTable {
             last_active: AtomicU64::new(self.now_us()),
             get_open: AtomicBool::new(false),
             owner,
+            rev: AtomicU64::new(0),
         });
         map.insert(id, entry.clone());
         Some(entry)
+    }
+
+    /// Drops this node's copy of a session that ended elsewhere.
+    pub fn forget(&self, id: &str) {
+        self.map.lock().unwrap().remove(id);
     }
 
     /// The session `id`, marked active, if `caller` (an account, with authentication on) is the

@@ -1,0 +1,96 @@
+//! Legacy session records on Redis: `{prefix}session:{id}`, a hash of the record (JSON) and its
+//! revision, expiring after the session's idle time (pushed back by every request, on any node).
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use super::{describe, Redis};
+use crate::transport::http::directory::{SessionDirectory, SessionRecord};
+
+/// Legacy sessions on Redis.
+pub struct RedisSessions {
+    redis: Redis,
+}
+
+impl RedisSessions {
+    /// Session records in `redis`.
+    pub fn new(redis: Redis) -> Self {
+        RedisSessions { redis }
+    }
+
+    fn key(&self, id: &str) -> String {
+        self.redis.key(&format!("session:{id}"))
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().max(1) as u64
+}
+
+impl SessionDirectory for RedisSessions {
+    fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move {
+            let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+            let key = self.key(id);
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("HSET")
+                .arg(&key)
+                .arg("record")
+                .arg(json)
+                .ignore()
+                .cmd("HINCRBY")
+                .arg(&key)
+                .arg("rev")
+                .arg(1)
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(ms(idle))
+                .ignore();
+            let mut conn = self.redis.conn();
+            let (rev,): (u64,) = pipe.query_async(&mut conn).await.map_err(|e| describe(&e))?;
+            Ok(rev)
+        })
+    }
+
+    fn touch<'a>(&'a self, id: &'a str, idle: Duration) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            let key = self.key(id);
+            let mut pipe = redis::pipe();
+            pipe.cmd("PEXPIRE").arg(&key).arg(ms(idle)).cmd("HGET").arg(&key).arg("rev");
+            let mut conn = self.redis.conn();
+            let (alive, rev): (i64, Option<u64>) = pipe.query_async(&mut conn).await.map_err(|e| describe(&e))?;
+            Ok(if alive == 1 { rev } else { None })
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, SessionRecord)>, String>> {
+        Box::pin(async move {
+            let mut conn = self.redis.conn();
+            let (json, rev): (Option<String>, Option<u64>) = redis::cmd("HMGET")
+                .arg(self.key(id))
+                .arg("record")
+                .arg("rev")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| describe(&e))?;
+            match (json, rev) {
+                (Some(json), Some(rev)) => {
+                    let record =
+                        serde_json::from_str(&json).map_err(|e| format!("a stored session is damaged: {e}"))?;
+                    Ok(Some((rev, record)))
+                }
+                _ => Ok(None),
+            }
+        })
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            let mut conn = self.redis.conn();
+            let n: i64 = redis::cmd("DEL").arg(self.key(id)).query_async(&mut conn).await.map_err(|e| describe(&e))?;
+            Ok(n > 0)
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! Legacy sessions that every node of a cluster can serve: the session's record (what
+//! `initialize` negotiated, its owner, its log level and subscriptions) kept in a shared
+//! directory (Redis, with `--store`), with a revision number and an idle deadline.
+//!
+//! A node serving a request for a session it does not hold rebuilds it from the record; a node
+//! holding a copy checks, in the same round trip that pushes the idle deadline back, that the
+//! session still exists (a DELETE on any node, or the deadline, ends it everywhere) and that its
+//! copy is current (a `logging/setLevel` or a subscription made on another node bumps the
+//! revision). Notifications for a session's GET stream, and answers to a node's requests to
+//! the client, are not routed between nodes yet.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use mcp_types::lifecycle::{ClientCapabilities, Implementation};
+use mcp_types::logging::LoggingLevel;
+use mcp_types::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+/// The JSON-RPC code of "a store this request needs is unreachable" (server-defined range).
+pub const STORE_UNAVAILABLE: ErrorCode = ErrorCode(-32011);
+
+/// What a node needs to serve a session it did not create.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// The negotiated protocol version.
+    pub version: String,
+    /// The client's capabilities.
+    pub capabilities: ClientCapabilities,
+    /// The client's name and version.
+    pub client_info: Implementation,
+    /// The account that created it (with authentication on).
+    pub owner: Option<String>,
+    /// The level set by `logging/setLevel`.
+    pub log_level: Option<LoggingLevel>,
+    /// The resources it subscribed to.
+    pub subscriptions: Vec<String>,
+}
+
+/// The shared table of legacy sessions.
+pub trait SessionDirectory: Send + Sync + 'static {
+    /// Stores a new or changed record, due to end after `idle` without activity; returns its
+    /// new revision.
+    fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>>;
+    /// Pushes the idle deadline back and returns the revision; `None` if the session ended.
+    fn touch<'a>(&'a self, id: &'a str, idle: Duration) -> BoxFuture<'a, Result<Option<u64>, String>>;
+    /// The record and its revision.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<(u64, SessionRecord)>, String>>;
+    /// Ends the session everywhere; `false` if there was none.
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+}
