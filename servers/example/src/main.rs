@@ -1,8 +1,8 @@
 //! `mcp-example`: the smallest useful MCP server, for trying hosts and clients against.
 //!
 //! Tools `echo {text}`, `sum {a, b}`, `now`, `wait {ms}`, `countdown {ms}` (a task when the client
-//! follows tasks) and `confirm {question}` (asks the user), a static resource, a resource template
-//! and a prompt.
+//! follows tasks), `confirm {question}` (asks the user) and `announce {uri}` (tells subscribers a
+//! resource changed), a static resource, a resource template and a prompt.
 //! Serves stdio by default, Streamable HTTP with `--http ADDR`.
 
 use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolDef, ToolError};
@@ -51,6 +51,17 @@ struct Answer {
     /// Yes or no.
     yes: bool,
 }
+
+/// Arguments of `announce`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Announce {
+    /// The URI of the resource that changed, e.g. example://about.
+    uri: String,
+}
+
+/// The router being served, for tools that announce changes.
+static ROUTER: std::sync::OnceLock<Router> = std::sync::OnceLock::new();
 
 /// Arguments of the `greet` prompt.
 #[derive(Deserialize, JsonSchema)]
@@ -102,6 +113,12 @@ async fn confirm(args: Confirm, cx: RequestContext) -> Result<String, ToolError>
     }
 }
 
+async fn announce(args: Announce, _cx: RequestContext) -> Result<String, ToolError> {
+    let router = ROUTER.get().ok_or_else(|| ToolError::new("the server is not serving yet"))?;
+    router.notify_resource_updated(&args.uri);
+    Ok(format!("subscribers of {} were told it changed", args.uri))
+}
+
 async fn about(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
     Ok("mcp-example: a demonstration server of the mcp-rs project.\n\
         Tools: echo (returns its text), sum (adds two numbers)."
@@ -137,6 +154,11 @@ fn router() -> Router {
             countdown,
         )
         .tool("confirm", "Asks the user a yes-or-no question and says what they answered.", confirm)
+        .tool(
+            "announce",
+            "Tells the clients subscribed to a resource that it changed (notifications/resources/updated).",
+            announce,
+        )
         .resource("example://about", "about", about)
         .resource_template("example://greeting/{name}", "greeting", greeting)
         .prompt("greet", "Asks the model for a short greeting of someone.", greet)
@@ -151,7 +173,9 @@ fn router() -> Router {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
-    match mcp::serve(router()).await {
+    let router = router();
+    let _ = ROUTER.set(router.clone());
+    match mcp::serve(router).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcp-example: {e}");

@@ -263,3 +263,102 @@ fn a_legacy_session_begun_on_one_node_is_served_by_all_and_ended_by_any() {
     // A forged id is unknown everywhere.
     assert_eq!(echo_in(c, "00000000000000000000000000000000", "x").0, 404);
 }
+
+/// A streamed response or GET stream, read as it comes: the JSON-RPC messages of its events.
+struct Stream {
+    reader: std::io::BufReader<TcpStream>,
+}
+
+impl Stream {
+    fn open(port: u16, method: &str, session: &str, body: Option<Value>) -> Stream {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+             MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        Stream { reader: std::io::BufReader::new(stream) }
+    }
+
+    /// The next JSON-RPC message on the stream.
+    fn next(&mut self) -> Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            let n = self.reader.read_line(&mut line).expect("the stream goes on");
+            assert!(n > 0, "the stream ended");
+            if let Some(data) = line.trim().strip_prefix("data: ") {
+                if let Ok(v) = serde_json::from_str::<Value>(data) {
+                    return v;
+                }
+            }
+        }
+    }
+}
+
+fn session_with(port: u16, capabilities: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": capabilities, "clientInfo": {"name": "cluster-test", "version": "1"}}});
+    let (_, head, _) = legacy(port, None, init);
+    let id = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).expect("a session id").trim().to_owned();
+    legacy(port, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    id
+}
+
+#[test]
+fn notifications_and_answers_reach_the_node_that_needs_them() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+
+    // Subscribed through B, GET stream held by C, the resource changed on A.
+    let session = session_with(a, json!({}));
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "example://about"}});
+    assert!(legacy(b, Some(&session), subscribe).2["result"].is_object());
+    let mut get = Stream::open(c, "GET", &session, None);
+    std::thread::sleep(Duration::from_millis(300));
+    let announce = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "announce", "arguments": {"uri": "example://about"}}});
+    assert!(legacy(a, Some(&session), announce).2["result"].is_object());
+    let note = get.next();
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    assert_eq!(note["params"]["uri"], "example://about");
+
+    // An elicitation asked on A (on the call's stream), answered by a POST that lands on B.
+    let session = session_with(a, json!({"elicitation": {}}));
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "confirm", "arguments": {"question": "Ship it?"}}});
+    let mut stream = Stream::open(a, "POST", &session, Some(call));
+    let ask = stream.next();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"yes": true}}});
+    assert_eq!(legacy(b, Some(&session), answer).0, 202);
+    let result = stream.next();
+    assert_eq!(result["id"], 4);
+    assert_eq!(result["result"]["content"][0]["text"], "the user said yes", "{result}");
+
+    // A cancellation POSTed to C stops the call A runs.
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "wait", "arguments": {"ms": 20000}}});
+    let started = Instant::now();
+    let in_thread = session.clone();
+    let waiting = std::thread::spawn(move || {
+        let mut stream = Stream::open(a, "POST", &in_thread, Some(call));
+        let mut seen = Vec::new();
+        use std::io::BufRead;
+        let mut line = String::new();
+        while stream.reader.read_line(&mut line).unwrap_or(0) > 0 {
+            seen.push(line.clone());
+            line.clear();
+        }
+        seen
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "changed my mind"}});
+    assert_eq!(legacy(c, Some(&session), cancel).0, 202);
+    let seen = waiting.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "the call on A stopped: {:?}", started.elapsed());
+    assert!(!seen.iter().any(|l| l.contains("waited 20000 ms")), "{seen:?}");
+}

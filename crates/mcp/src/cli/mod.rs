@@ -156,10 +156,10 @@ pub fn parse<C: Parser + Default>() -> C {
 
 /// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`. Log messages go to
 /// stderr (see [`init_logging`]).
-pub async fn serve(mut router: Router, args: &ServeArgs) -> std::io::Result<()> {
+pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
     init_logging();
     let shared = store::open(args.store.as_deref()).await?;
-    store::apply(&mut router, &shared, args.task_store.is_some()).await?;
+    store::apply(&router, &shared, args.task_store.is_some()).await?;
     configure_tasks(&router, args).await?;
     args.limits.install(&router, &shared)?;
     match &args.http {

@@ -147,7 +147,7 @@ impl LimitArgs {
                 super::store::SharedStore::Memory => router.add_layer(RateLimit::new(rate, burst)),
                 #[cfg(feature = "redis")]
                 super::store::SharedStore::Redis(redis) => {
-                    router.add_layer(crate::redis::RedisRateLimit::new(redis.clone(), rate, burst))
+                    router.add_layer(crate::redis::RedisRateLimit::new((**redis).clone(), rate, burst))
                 }
             }
         }

@@ -16,7 +16,7 @@ pub enum SharedStore {
     Memory,
     /// Redis.
     #[cfg(feature = "redis")]
-    Redis(crate::redis::Redis),
+    Redis(Box<crate::redis::Redis>),
 }
 
 impl SharedStore {
@@ -26,7 +26,7 @@ impl SharedStore {
             SharedStore::Memory => None,
             #[cfg(feature = "redis")]
             SharedStore::Redis(redis) => Some(crate::transport::http::SharedSessions(std::sync::Arc::new(
-                crate::redis::RedisSessions::new(redis.clone()),
+                crate::redis::RedisSessions::new((**redis).clone()),
             ))),
         }
     }
@@ -46,7 +46,7 @@ pub async fn open(store: Option<&str>) -> io::Result<SharedStore> {
         {
             let redis =
                 crate::redis::Redis::connect(url).await.map_err(|e| io::Error::other(format!("--store: {e}")))?;
-            Ok(SharedStore::Redis(redis))
+            Ok(SharedStore::Redis(Box::new(redis)))
         }
         #[cfg(not(feature = "redis"))]
         Some(url) if url.starts_with("redis") => {
@@ -58,7 +58,7 @@ pub async fn open(store: Option<&str>) -> io::Result<SharedStore> {
 
 /// Puts what the store shares into `router`: the `requestState` key and the task records.
 #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
-pub async fn apply(router: &mut Router, store: &SharedStore, task_store_given: bool) -> io::Result<()> {
+pub async fn apply(router: &Router, store: &SharedStore, task_store_given: bool) -> io::Result<()> {
     match store {
         SharedStore::Memory => Ok(()),
         #[cfg(feature = "redis")]
@@ -67,10 +67,8 @@ pub async fn apply(router: &mut Router, store: &SharedStore, task_store_given: b
                 return Err(invalid("--store redis keeps the task records: drop --task-store".into()));
             }
             let key = redis.state_key().await.map_err(|e| io::Error::other(format!("--store: {e}")))?;
-            if !router.set_state_key(key) {
-                return Err(io::Error::other("the router was shared before --store could configure it"));
-            }
-            router.set_task_store(std::sync::Arc::new(crate::redis::RedisTaskStore::new(redis.clone())));
+            router.set_state_key(key);
+            router.set_task_store(std::sync::Arc::new(crate::redis::RedisTaskStore::new((**redis).clone())));
             Ok(())
         }
     }

@@ -443,10 +443,25 @@ async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
 
 /// Legacy sessions hear about list changes, and about updates of the resources they subscribed to.
 pub(crate) async fn forward_changes(router: Router, session: Arc<Session>) {
-    let mut changes = router.changes();
+    forward_changes_from(router.changes(), None, session).await
+}
+
+/// [`forward_changes`] from this process's changes and, in a cluster, the other nodes' too.
+pub(crate) async fn forward_changes_from(
+    mut changes: tokio::sync::broadcast::Receiver<Change>,
+    mut remote: Option<tokio::sync::broadcast::Receiver<Change>>,
+    session: Arc<Session>,
+) {
     loop {
+        let from_remote = async {
+            match remote.as_mut() {
+                Some(remote) => remote.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         let change = tokio::select! {
             change = changes.recv() => change,
+            change = from_remote => change,
             _ = session.outbox.closed() => return,
         };
         let change = match change {

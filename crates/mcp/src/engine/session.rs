@@ -76,6 +76,17 @@ impl Session {
         self.subscriptions.lock().unwrap().remove(uri);
     }
 
+    /// Starts this copy's request ids at `base` (a cluster node's copy of a session picks a
+    /// random base, so that two nodes never send the client the same id).
+    pub fn set_request_id_base(&self, base: i64) {
+        self.next_id.store(base, Ordering::Relaxed);
+    }
+
+    /// Whether a request this session sent to the client awaits answer `id`.
+    pub fn is_pending(&self, id: &RequestId) -> bool {
+        self.pending.lock().unwrap().contains_key(id)
+    }
+
     /// Every subscribed URI.
     pub fn subscriptions(&self) -> Vec<String> {
         self.subscriptions.lock().unwrap().iter().cloned().collect()

@@ -9,6 +9,7 @@
 //! clear error, and the node recovers when Redis is back. Keys live under a prefix (`mcp:` by
 //! default, `?prefix=NAME:` in the URL) so that several servers can share one Redis.
 
+mod bus;
 mod rate;
 mod sessions;
 mod tasks;
@@ -28,7 +29,10 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct Redis {
     conn: ConnectionManager,
+    client: redis::Client,
     prefix: String,
+    /// This process's id among the nodes (random).
+    node: String,
 }
 
 /// Why a Redis operation failed, in words that name no secret.
@@ -80,8 +84,11 @@ impl Redis {
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| describe(&e))?;
-        let redis = Redis { conn, prefix };
+        let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(|e| describe(&e))?;
+        let mut id = [0u8; 8];
+        getrandom::fill(&mut id).map_err(|e| format!("random source: {e}"))?;
+        let node = id.iter().map(|b| format!("{b:02x}")).collect();
+        let redis = Redis { conn, client, prefix, node };
         redis.ping().await?;
         Ok(redis)
     }

@@ -1,22 +1,28 @@
 //! Legacy session records on Redis: `{prefix}session:{id}`, a hash of the record (JSON) and its
 //! revision, expiring after the session's idle time (pushed back by every request, on any node).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use tokio::sync::broadcast;
 
+use super::bus::Bus;
 use super::{describe, Redis};
-use crate::transport::http::directory::{SessionDirectory, SessionRecord};
+use crate::transport::http::directory::{ClusterEvent, SessionDirectory, SessionRecord};
 
-/// Legacy sessions on Redis.
+/// Legacy sessions on Redis, and the channel between the nodes that serve them.
 pub struct RedisSessions {
     redis: Redis,
+    bus: Arc<Bus>,
 }
 
 impl RedisSessions {
-    /// Session records in `redis`.
+    /// Session records in `redis`; starts listening to the other nodes (call within a tokio
+    /// runtime).
     pub fn new(redis: Redis) -> Self {
-        RedisSessions { redis }
+        let bus = Bus::start(redis.clone());
+        RedisSessions { redis, bus }
     }
 
     fn key(&self, id: &str) -> String {
@@ -29,6 +35,14 @@ fn ms(d: Duration) -> u64 {
 }
 
 impl SessionDirectory for RedisSessions {
+    fn publish(&self, event: ClusterEvent) {
+        self.bus.publish(&event);
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
+        self.bus.subscribe()
+    }
+
     fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>> {
         Box::pin(async move {
             let json = serde_json::to_string(record).map_err(|e| e.to_string())?;

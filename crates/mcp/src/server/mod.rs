@@ -196,16 +196,10 @@ impl Router {
         self
     }
 
-    /// Sets the `requestState` key of a router not yet shared (cloned or serving); `false` if it
-    /// is.
-    pub fn set_state_key(&mut self, key: [u8; 32]) -> bool {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => {
-                inner.config.state_key = StateKey::new(key);
-                true
-            }
-            None => false,
-        }
+    /// Replaces the `requestState` key, even while serving (every clone sees it): how a cluster
+    /// node adopts the key its peers share.
+    pub fn set_state_key(&self, key: [u8; 32]) {
+        self.inner.config.state_key.set(key);
     }
 
     /// The most memory a value from the client may take once parsed into a tree (default

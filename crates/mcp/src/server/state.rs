@@ -14,24 +14,31 @@ use mcp_types::{ErrorObject, JsonObject};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// The secret that seals states.
+/// The secret that seals states (replaceable while serving: a cluster node adopts the shared
+/// key at start-up, after the router may have been cloned).
 #[derive(Clone)]
-pub(crate) struct StateKey([u8; 32]);
+pub(crate) struct StateKey(std::sync::Arc<std::sync::RwLock<[u8; 32]>>);
 
 impl StateKey {
     pub fn new(key: [u8; 32]) -> Self {
-        StateKey(key)
+        StateKey(std::sync::Arc::new(std::sync::RwLock::new(key)))
     }
 
     /// A key from the OS's random source.
     pub fn random() -> Self {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).expect("the OS random source is unavailable");
-        StateKey(key)
+        StateKey::new(key)
+    }
+
+    /// Replaces the key: states sealed with the old one no longer open.
+    pub fn set(&self, key: [u8; 32]) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = key;
     }
 
     fn mac(&self) -> Hmac<Sha256> {
-        Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length")
+        let key = *self.0.read().unwrap_or_else(|e| e.into_inner());
+        Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes any key length")
     }
 }
 

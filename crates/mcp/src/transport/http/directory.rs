@@ -6,16 +6,21 @@
 //! holding a copy checks, in the same round trip that pushes the idle deadline back, that the
 //! session still exists (a DELETE on any node, or the deadline, ends it everywhere) and that its
 //! copy is current (a `logging/setLevel` or a subscription made on another node bumps the
-//! revision). Notifications for a session's GET stream, and answers to a node's requests to
-//! the client, are not routed between nodes yet.
+//! revision). The nodes also tell each other ([`ClusterEvent`]) what another must act on: list
+//! changes and resource updates (for the GET streams they hold), answers POSTed to the wrong
+//! node, cancellations, deletions.
 
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
 use mcp_types::logging::LoggingLevel;
-use mcp_types::ErrorCode;
+use mcp_types::{ErrorCode, ErrorObject, RequestId};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::server::Change;
 
 /// The JSON-RPC code of "a store this request needs is unreachable" (server-defined range).
 pub const STORE_UNAVAILABLE: ErrorCode = ErrorCode(-32011);
@@ -38,8 +43,40 @@ pub struct SessionRecord {
     pub subscriptions: Vec<String>,
 }
 
-/// The shared table of legacy sessions.
+/// What one node tells the others.
+#[derive(Debug, Clone)]
+pub enum ClusterEvent {
+    /// A list changed, or a resource was updated, on the sending node: every node tells the
+    /// sessions whose GET stream it holds.
+    Change(Change),
+    /// A session's record changed (log level, subscriptions): copies refresh.
+    SessionChanged(String),
+    /// A client's answer to a request some node sent it, POSTed to the sending node.
+    Response {
+        /// The session.
+        session: String,
+        /// The server's request id.
+        id: RequestId,
+        /// The answer.
+        outcome: Result<Value, ErrorObject>,
+    },
+    /// `notifications/cancelled` for a request some node runs.
+    Cancel {
+        /// The session.
+        session: String,
+        /// The client's request id.
+        request: RequestId,
+    },
+    /// The session was deleted: copies go.
+    Ended(String),
+}
+
+/// The shared table of legacy sessions, and the channel between the nodes that serve them.
 pub trait SessionDirectory: Send + Sync + 'static {
+    /// Tells the other nodes (fire and forget).
+    fn publish(&self, event: ClusterEvent);
+    /// What the other nodes tell this one.
+    fn subscribe(&self) -> broadcast::Receiver<ClusterEvent>;
     /// Stores a new or changed record, due to end after `idle` without activity; returns its
     /// new revision.
     fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>>;

@@ -12,6 +12,7 @@
 //! Safe by default: Host and Origin checked on loopback, bounded bodies, a bounded session table
 //! with an idle reaper.
 
+mod cluster;
 pub mod directory;
 mod events;
 mod legacy_sse;
@@ -114,6 +115,8 @@ pub(crate) struct Shared {
     pub config: HttpConfig,
     pub sessions: Arc<SessionTable>,
     pub old_sse: legacy_sse::Table,
+    /// Changes announced on other nodes of the cluster (with a shared directory).
+    pub remote_changes: tokio::sync::broadcast::Sender<crate::server::Change>,
 }
 
 impl McpService {
@@ -122,7 +125,12 @@ impl McpService {
         let sessions = Arc::new(SessionTable::new(config.max_sessions, config.session_idle));
         sessions.spawn_reaper();
         let old_sse = legacy_sse::Table::new(config.max_sessions);
-        McpService { shared: Arc::new(Shared { router, config, sessions, old_sse }) }
+        let (remote_changes, _) = tokio::sync::broadcast::channel(256);
+        let shared = Arc::new(Shared { router, config, sessions, old_sse, remote_changes });
+        if let Some(SharedSessions(directory)) = &shared.config.directory {
+            tokio::spawn(cluster::relay(Arc::downgrade(&shared), directory.clone()));
+        }
+        McpService { shared }
     }
 
     /// How many legacy sessions are live.

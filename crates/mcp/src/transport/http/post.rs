@@ -14,12 +14,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::directory::STORE_UNAVAILABLE;
+use super::directory::{ClusterEvent, STORE_UNAVAILABLE};
 use super::events::EventStream;
 use super::sessions::HttpSession;
 use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared, SharedSessions};
 use crate::auth::Identity;
-use crate::engine::connection::{forward_changes, response_bytes};
+use crate::engine::connection::{forward_changes_from, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
 use crate::engine::raw::RawParams;
 use crate::engine::session::Session;
@@ -95,19 +95,19 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
         Ok(MessageKind::Notification { method, params }) => {
             if method == "notifications/cancelled" {
-                cancel(session.as_deref(), params);
+                cancel(&shared, session.as_deref(), params);
             }
             accepted()
         }
         Ok(MessageKind::Result { id, result }) => {
             if let Some(s) = &session {
-                s.session.resolve(&id, answer(&shared, result));
+                deliver(&shared, s, id, answer(&shared, result));
             }
             accepted()
         }
         Ok(MessageKind::Error { id, error }) => {
             if let (Some(s), Some(id)) = (&session, id) {
-                s.session.resolve(&id, Err(error));
+                deliver(&shared, s, id, Err(error));
             }
             accepted()
         }
@@ -131,14 +131,24 @@ fn answer(shared: &Shared, result: &RawValue) -> Result<Value, ErrorObject> {
         .map_err(|e| ErrorObject::invalid_request(format!("the client's response is {e}")))
 }
 
+/// A client's answer to a server request: resolved here, or, when another node of the cluster
+/// sent the request, passed to it.
+fn deliver(shared: &Shared, session: &HttpSession, id: RequestId, outcome: Result<Value, ErrorObject>) {
+    if session.session.is_pending(&id) {
+        session.session.resolve(&id, outcome);
+    } else if let Some(SharedSessions(directory)) = &shared.config.directory {
+        directory.publish(ClusterEvent::Response { session: session.id.clone(), id, outcome });
+    }
+}
+
 /// A response in a batch: it resolves the session's request it names.
 fn resolve(shared: &Shared, session: &HttpSession, response: MessageKind<'_>) {
     match response {
         MessageKind::Result { id, result } => {
-            session.session.resolve(&id, answer(shared, result));
+            deliver(shared, session, id, answer(shared, result));
         }
         MessageKind::Error { id: Some(id), error } => {
-            session.session.resolve(&id, Err(error));
+            deliver(shared, session, id, Err(error));
         }
         MessageKind::InvalidResponse { id: Some(id), reason } => {
             let error = ErrorObject::invalid_request(format!("the client's response is malformed: {reason}"));
@@ -154,11 +164,14 @@ fn accepted() -> Response<Body> {
     r
 }
 
-fn cancel(session: Option<&HttpSession>, params: Option<&RawValue>) {
+fn cancel(shared: &Shared, session: Option<&HttpSession>, params: Option<&RawValue>) {
     let Some(session) = session else { return };
     let Some(Ok(p)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else { return };
     if let Some(id) = p.request_id {
         session.inflight.lock().unwrap().cancel(&id);
+        if let Some(SharedSessions(directory)) = &shared.config.directory {
+            directory.publish(ClusterEvent::Cancel { session: session.id.clone(), request: id });
+        }
     }
 }
 
@@ -410,6 +423,7 @@ async fn find_session(
             let (outbox, rx) = Outbox::channel(256);
             let session =
                 Session::new(record.version.clone(), record.capabilities.clone(), record.client_info.clone(), outbox);
+            session.set_request_id_base(random_id_base());
             let Some(entry) =
                 shared.sessions.insert_with_id(id.to_owned(), Arc::new(session), rx, record.owner.clone())
             else {
@@ -426,11 +440,19 @@ async fn find_session(
     Ok(Some(entry))
 }
 
+/// A random start for a session copy's request ids: far apart on every node.
+fn random_id_base() -> i64 {
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    i64::from(u32::from_le_bytes(bytes)) << 20
+}
+
 /// Writes a session's record to the shared directory, if there is one.
 async fn save_session(shared: &Shared, session: &HttpSession) -> Result<(), String> {
     let Some(SharedSessions(directory)) = &shared.config.directory else { return Ok(()) };
     let rev = directory.put(&session.id, &session.record(), shared.config.session_idle).await?;
     session.rev.store(rev, Ordering::Relaxed);
+    directory.publish(ClusterEvent::SessionChanged(session.id.clone()));
     Ok(())
 }
 
@@ -607,7 +629,7 @@ async fn batch(
             answers.push(serde_json::from_slice(&response_bytes(&id, result)).unwrap_or_default());
         } else if let MessageKind::Notification { method, params } = kind {
             if method == "notifications/cancelled" {
-                cancel(Some(&session), params);
+                cancel(&shared, Some(&session), params);
             }
         } else {
             resolve(&shared, &session, kind);
@@ -652,7 +674,8 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     };
     session.get_open.store(true, Ordering::Relaxed);
     // List changes and resource updates reach the session while its GET stream is open.
-    let forwarder = tokio::spawn(forward_changes(shared.router.clone(), session.session.clone()));
+    let remote = shared.config.directory.as_ref().map(|_| shared.remote_changes.subscribe());
+    let forwarder = tokio::spawn(forward_changes_from(shared.router.changes(), remote, session.session.clone()));
     let closing = session.clone();
     let on_end = move || {
         forwarder.abort();
@@ -670,7 +693,10 @@ pub(crate) async fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> 
             Ok(Some(_)) => {
                 shared.sessions.remove(id, owner.as_deref());
                 match directory.remove(id).await {
-                    Ok(_) => true,
+                    Ok(_) => {
+                        directory.publish(ClusterEvent::Ended(id.to_owned()));
+                        true
+                    }
                     Err(e) => return unavailable(e),
                 }
             }

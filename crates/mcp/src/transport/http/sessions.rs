@@ -139,6 +139,11 @@ impl SessionTable {
         Some(entry)
     }
 
+    /// This node's copy of `id`, if any, untouched (for messages from other nodes).
+    pub fn peek(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.map.lock().unwrap().get(id).cloned()
+    }
+
     /// Drops this node's copy of a session that ended elsewhere.
     pub fn forget(&self, id: &str) {
         self.map.lock().unwrap().remove(id);
