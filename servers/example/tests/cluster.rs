@@ -286,17 +286,40 @@ impl Stream {
 
     /// The next JSON-RPC message on the stream.
     fn next(&mut self) -> Value {
+        self.next_event().expect("the stream goes on").1
+    }
+
+    /// The next event: its id and its JSON-RPC message; `None` when the stream ends or breaks.
+    fn next_event(&mut self) -> Option<(Option<String>, Value)> {
         use std::io::BufRead;
+        let mut id = None;
         loop {
             let mut line = String::new();
-            let n = self.reader.read_line(&mut line).expect("the stream goes on");
-            assert!(n > 0, "the stream ended");
-            if let Some(data) = line.trim().strip_prefix("data: ") {
+            match self.reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+            let line = line.trim();
+            if let Some(event_id) = line.strip_prefix("id: ") {
+                id = Some(event_id.to_owned());
+            } else if let Some(data) = line.strip_prefix("data: ") {
                 if let Ok(v) = serde_json::from_str::<Value>(data) {
-                    return v;
+                    return Some((id, v));
                 }
             }
         }
+    }
+
+    /// A GET resuming a stream after `last` (`Last-Event-ID`).
+    fn resume(port: u16, session: &str, last: &str) -> Stream {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: text/event-stream\r\n\
+             Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nLast-Event-ID: {last}\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        Stream { reader: std::io::BufReader::new(stream) }
     }
 }
 
@@ -361,4 +384,87 @@ fn notifications_and_answers_reach_the_node_that_needs_them() {
     let seen = waiting.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "the call on A stopped: {:?}", started.elapsed());
     assert!(!seen.iter().any(|l| l.contains("waited 20000 ms")), "{seen:?}");
+}
+
+#[test]
+fn a_node_killed_mid_stream_the_client_resumes_on_another_and_misses_nothing() {
+    let redis = RedisServer::start().expect("redis-server");
+    let mut n = nodes(&redis.url(), &[]);
+    let (b, c) = (n[1].port(), n[2].port());
+    let a = n[0].port();
+    let session = session_with(a, json!({}));
+    let call = json!({"jsonrpc": "2.0", "id": 21, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {"ms": 6000}, "_meta": {"progressToken": "p"}}});
+    let mut stream = Stream::open(a, "POST", &session, Some(call));
+    let mut progress = Vec::new();
+    let mut last = None;
+    while progress.len() < 8 {
+        let (id, message) = stream.next_event().expect("events before the kill");
+        if let Some(id) = id {
+            last = Some(id);
+        }
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        }
+    }
+    drop(n.remove(0)); // SIGKILL, mid-call
+    while let Some((id, message)) = stream.next_event() {
+        if let Some(id) = id {
+            last = Some(id);
+        }
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        }
+    }
+    let last = last.expect("events carry ids");
+    // The client reconnects to another node with the last id it saw.
+    let mut resumed = Stream::resume(b, &session, &last);
+    let mut end = None;
+    while let Some((_, message)) = resumed.next_event() {
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"] == 21 {
+            end = Some(message);
+            break;
+        }
+    }
+    let expected: Vec<f64> = (0..progress.len()).map(|i| i as f64).collect();
+    assert_eq!(progress, expected, "every event once, in order");
+    let end = end.expect("the call ends in words, not in a stream that never closes");
+    assert!(end["error"]["message"].as_str().unwrap().contains("stopped"), "{end}");
+    // The session itself lives on: the other nodes serve it.
+    assert_eq!(echo_in(c, &session, "still here").1["result"]["content"][0]["text"], "still here");
+}
+
+#[test]
+fn a_stream_resumes_on_another_node_while_its_node_still_produces_it() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b) = (n[0].port(), n[1].port());
+    let session = session_with(a, json!({}));
+    let call = json!({"jsonrpc": "2.0", "id": 22, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {"ms": 1500}, "_meta": {"progressToken": "q"}}});
+    let mut stream = Stream::open(a, "POST", &session, Some(call));
+    let mut progress = Vec::new();
+    let mut last = None;
+    while progress.len() < 3 {
+        let (id, message) = stream.next_event().unwrap();
+        last = id.or(last);
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        }
+    }
+    drop(stream); // the connection breaks; the node goes on
+    let mut resumed = Stream::resume(b, &session, &last.unwrap());
+    let result = loop {
+        let (_, message) = resumed.next_event().expect("the rest of the stream");
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"] == 22 {
+            break message;
+        }
+    };
+    assert_eq!(result["result"]["content"][0]["text"], "waited 1500 ms");
+    let expected: Vec<f64> = (0..progress.len()).map(|i| i as f64).collect();
+    assert_eq!(progress, expected, "every event once, in order, across two nodes");
 }

@@ -10,6 +10,7 @@
 //! default, `?prefix=NAME:` in the URL) so that several servers can share one Redis.
 
 mod bus;
+mod eventlog;
 mod rate;
 mod sessions;
 mod tasks;

@@ -8,13 +8,15 @@ use futures_util::future::BoxFuture;
 use tokio::sync::broadcast;
 
 use super::bus::Bus;
+use super::eventlog::EventLog;
 use super::{describe, Redis};
-use crate::transport::http::directory::{ClusterEvent, SessionDirectory, SessionRecord};
+use crate::transport::http::directory::{ClusterEvent, SessionDirectory, SessionRecord, StreamLog};
 
 /// Legacy sessions on Redis, and the channel between the nodes that serve them.
 pub struct RedisSessions {
     redis: Redis,
     bus: Arc<Bus>,
+    log: EventLog,
 }
 
 impl RedisSessions {
@@ -22,7 +24,8 @@ impl RedisSessions {
     /// runtime).
     pub fn new(redis: Redis) -> Self {
         let bus = Bus::start(redis.clone());
-        RedisSessions { redis, bus }
+        let log = EventLog::start(redis.clone());
+        RedisSessions { redis, bus, log }
     }
 
     fn key(&self, id: &str) -> String {
@@ -41,6 +44,22 @@ impl SessionDirectory for RedisSessions {
 
     fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
         self.bus.subscribe()
+    }
+
+    fn log_open(&self, session: &str, stream: u64, request: &mcp_types::RequestId, _idle: Duration) {
+        self.log.open(session, stream, request);
+    }
+
+    fn log_event(&self, session: &str, stream: u64, seq: u64, data: &[u8]) {
+        self.log.event(session, stream, seq, data);
+    }
+
+    fn log_end(&self, session: &str, stream: u64) {
+        self.log.end(session, stream);
+    }
+
+    fn log_read<'a>(&'a self, session: &'a str, stream: u64, after: u64) -> BoxFuture<'a, Result<StreamLog, String>> {
+        Box::pin(self.log.read(session, stream, after))
     }
 
     fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>> {

@@ -71,8 +71,30 @@ pub enum ClusterEvent {
     Ended(String),
 }
 
+/// What the shared log holds of one response stream.
+#[derive(Debug, Default)]
+pub struct StreamLog {
+    /// Its events after the asked sequence number, in order.
+    pub events: Vec<(u64, Vec<u8>)>,
+    /// Whether the response was written (the stream is complete).
+    pub ended: bool,
+    /// Whether the node producing it is alive.
+    pub producer_alive: bool,
+    /// The request it answers.
+    pub request: Option<RequestId>,
+}
+
 /// The shared table of legacy sessions, and the channel between the nodes that serve them.
 pub trait SessionDirectory: Send + Sync + 'static {
+    /// Starts the shared log of response stream `stream` of `session`, answering `request`.
+    /// The log calls keep their order and never wait.
+    fn log_open(&self, session: &str, stream: u64, request: &RequestId, idle: Duration);
+    /// Appends event `seq` to the log.
+    fn log_event(&self, session: &str, stream: u64, seq: u64, data: &[u8]);
+    /// Marks the stream complete.
+    fn log_end(&self, session: &str, stream: u64);
+    /// The log's events after `after`, and its state.
+    fn log_read<'a>(&'a self, session: &'a str, stream: u64, after: u64) -> BoxFuture<'a, Result<StreamLog, String>>;
     /// Tells the other nodes (fire and forget).
     fn publish(&self, event: ClusterEvent);
     /// What the other nodes tell this one.

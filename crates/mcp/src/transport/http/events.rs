@@ -54,6 +54,28 @@ impl EventStream {
         seq
     }
 
+    /// Appends an event under a sequence number given elsewhere (a stream replayed from the
+    /// shared log keeps its producer's numbers); numbers not above the last are ignored.
+    pub fn push_at(&self, seq: u64, data: Vec<u8>) {
+        {
+            let mut s = self.state.lock().unwrap();
+            if seq <= s.next_seq {
+                return;
+            }
+            s.next_seq = seq;
+            s.events.push_back((seq, data));
+            if s.events.len() > MAX_EVENTS {
+                s.events.pop_front();
+            }
+        }
+        self.notify.notify_waiters();
+    }
+
+    /// The sequence number the next [`EventStream::push`] will get.
+    pub fn next_seq(&self) -> u64 {
+        self.state.lock().unwrap().next_seq + 1
+    }
+
     /// Marks the stream complete.
     pub fn finish(&self) {
         self.state.lock().unwrap().done = true;

@@ -233,7 +233,7 @@ async fn request(
         }
         result.filter(|_| !task_token.is_cancelled()).map(|r| Answer::of(&task_id, r, modern))
     });
-    respond(shared, session, modern, rx, task, token).await
+    respond(shared, session, modern, rx, task, token, &id).await
 }
 
 /// Gives the request its caller and the account it counts against: the authenticated caller,
@@ -310,6 +310,7 @@ async fn respond(
     mut rx: OutboxReceiver,
     mut task: tokio::task::JoinHandle<Option<Answer>>,
     token: CancellationToken,
+    request: &RequestId,
 ) -> Response<Body> {
     if shared.config.json_only {
         let drain = async { while rx.recv().await.is_some() {} };
@@ -335,24 +336,58 @@ async fn respond(
         }
     };
     let stream = Arc::new(EventStream::default());
-    let prefix = session.as_ref().map(|s| s.add_stream(stream.clone()).to_string());
-    tokio::spawn(pump(stream.clone(), first, rx, task));
+    let mut log = None;
+    let prefix = match (&session, &shared.config.directory) {
+        // In a cluster the stream's number is unique across nodes, and its events are logged
+        // where any node can replay them.
+        (Some(s), Some(SharedSessions(directory))) => {
+            let n = random_stream_number();
+            s.add_stream_numbered(n, stream.clone());
+            directory.log_open(&s.id, n, request, shared.config.session_idle);
+            log = Some(StreamLogger { directory: directory.clone(), session: s.id.clone(), stream: n });
+            Some(n.to_string())
+        }
+        (Some(s), None) => Some(s.add_stream(stream.clone()).to_string()),
+        (None, _) => None,
+    };
+    tokio::spawn(pump(stream.clone(), first, rx, task, log));
     let priming = prefix.as_ref().map(|p| sse::priming(&format!("{p}-0"), shared.config.sse_retry_ms));
     let body = sse::follow(stream, prefix, 0, priming, modern.then_some(token));
     sse_response(body)
 }
 
-/// Moves a request's messages and then its response into its event stream.
+/// Where a stream's events are copied in a cluster.
+struct StreamLogger {
+    directory: Arc<dyn super::directory::SessionDirectory>,
+    session: String,
+    stream: u64,
+}
+
+/// A stream number for a cluster: random, so that nodes never pick the same one.
+fn random_stream_number() -> u64 {
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    u64::from(u32::from_le_bytes(bytes)) + 1_000_000
+}
+
+/// Moves a request's messages and then its response into its event stream (and its shared
+/// log, in a cluster).
 async fn pump(
     stream: Arc<EventStream>,
     first: Option<Vec<u8>>,
     mut rx: OutboxReceiver,
     mut task: tokio::task::JoinHandle<Option<Answer>>,
+    log: Option<StreamLogger>,
 ) {
     let push = |message: Vec<u8>| {
         if message.is_empty() {
             stream.cut(); // the handler asked to close the connection (SSE polling)
         } else {
+            if let Some(log) = &log {
+                // Logged before it is delivered: what a client may have seen is in the log.
+                let seq = stream.next_seq();
+                log.directory.log_event(&log.session, log.stream, seq, &message);
+            }
             stream.push(message);
         }
     };
@@ -373,7 +408,10 @@ async fn pump(
         push(message);
     }
     if let Ok(Some(answer)) = result {
-        stream.push(answer.bytes);
+        push(answer.bytes);
+    }
+    if let Some(log) = &log {
+        log.directory.log_end(&log.session, log.stream);
     }
     stream.finish();
 }
@@ -667,6 +705,9 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
             if let Some(events) = session.stream(stream) {
                 return sse_response(sse::follow(events, Some(stream.to_string()), seq, None, None));
             }
+            if let Some(SharedSessions(directory)) = &shared.config.directory {
+                return resume_elsewhere(directory.clone(), &session.id, stream, seq);
+            }
         }
     }
     let Ok(guard) = session.get_rx.clone().try_lock_owned() else {
@@ -683,6 +724,63 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     };
     let body = sse::from_queue(guard, on_end, Some(Bytes::from_static(b": stream open\n\n")));
     sse_response(body)
+}
+
+/// How often a stream produced on another node is read from the shared log.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A stream another node produces (or produced): its events after `seq` from the shared log,
+/// then its new ones as they are logged, until it ends; if its producer died first, the
+/// request gets an error saying so, instead of a stream that never ends.
+fn resume_elsewhere(
+    directory: Arc<dyn super::directory::SessionDirectory>,
+    session: &str,
+    stream: u64,
+    seq: u64,
+) -> Response<Body> {
+    let events = Arc::new(EventStream::default());
+    let gone = CancellationToken::new();
+    let (feed, session, watch) = (events.clone(), session.to_owned(), gone.clone());
+    tokio::spawn(async move {
+        let mut after = seq;
+        let mut missing = 0;
+        loop {
+            let log = match directory.log_read(&session, stream, after).await {
+                Ok(log) => log,
+                Err(e) => {
+                    tracing::warn!("resuming a stream: {e}");
+                    feed.finish();
+                    return;
+                }
+            };
+            for (n, data) in log.events {
+                after = after.max(n);
+                feed.push_at(n, data);
+            }
+            if log.ended {
+                break;
+            }
+            if log.request.is_none() {
+                missing += 1; // not logged (yet): give the producer a moment
+                if missing > 20 {
+                    break;
+                }
+            } else if !log.producer_alive {
+                let error = ErrorObject::internal(
+                    "the server instance running this request stopped before it finished; call again",
+                );
+                let id = log.request.unwrap_or(RequestId::Number(0));
+                feed.push_at(after + 1, response_bytes(&id, Err(error)));
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(FOLLOW_EVERY) => {}
+                _ = watch.cancelled() => return,
+            }
+        }
+        feed.finish();
+    });
+    sse_response(sse::follow(events, Some(stream.to_string()), seq, None, Some(gone)))
 }
 
 /// DELETE: ends a legacy session (on every node, with a shared directory).

@@ -48,12 +48,17 @@ impl HttpSession {
     /// Registers a new resumable stream; returns its number.
     pub fn add_stream(&self, stream: Arc<EventStream>) -> u64 {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
+        self.add_stream_numbered(n, stream);
+        n
+    }
+
+    /// Registers a resumable stream under a number chosen elsewhere (unique in a cluster).
+    pub fn add_stream_numbered(&self, n: u64, stream: Arc<EventStream>) {
         let mut streams = self.streams.lock().unwrap();
         if streams.len() >= MAX_STREAMS {
             streams.remove(0);
         }
         streams.push((n, stream));
-        n
     }
 
     /// The record other nodes rebuild this session from.
