@@ -3,8 +3,9 @@
 # @modelcontextprotocol/sdk) and Python SDK (PyPI mcp). `mcp` drives a TypeScript server over
 # stdio and Streamable HTTP, and one that requires OAuth; the TypeScript client drives
 # mcp-example over both, and over HTTPS; both SDKs' clients, holding a bearer token from the
-# test authorization server, call a protected paypedia. Installs Node 22, the SDKs and the
-# authorization server when needed.
+# test authorization server, call a protected paypedia; the TypeScript client and `mcp` on three
+# mcp-example nodes behind nginx. Installs Node 22, the SDKs and the authorization server when
+# needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +36,7 @@ fixture=tests/fixtures/oidc-as
 export NODE_PATH="$CACHE/sdk-$SDK/node_modules"
 # ES modules resolve from the script's folder: link the SDK's node_modules next to the scripts.
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; bash deploy/cluster/run.sh stop "$work/cluster" 2>/dev/null || true; rm -rf "$work"' EXIT
 cp tests/interop/*.mjs "$work/"
 ln -s "$CACHE/sdk-$SDK/node_modules" "$work/node_modules"
 
@@ -122,6 +123,18 @@ wait "$login" && login_rc=0 || login_rc=$?
 check "mcp logs in to a TypeScript server that requires OAuth" test "$login_rc" -eq 0
 expect "and calls it with the token" "HELLO" $mcp --url "$ts_url" call shout text=hello
 unset MCP_AUTH_FILE
+
+# A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
+# (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`
+# makes legacy sessions of its own (initialize, call and DELETE land on different nodes).
+base=$(free_port)
+url=$(bash deploy/cluster/run.sh start "$work/cluster" "$example" "$base")
+expect "the TypeScript client keeps a session, a subscription and an elicitation across a cluster behind nginx" "OK" \
+    "$node" "$work/ts-cluster-client.mjs" "$url"
+expect "mcp (legacy sessions) calls through the cluster" "42" $mcp --url "$url" --legacy call sum a=40 b=2
+expect "and again, on other nodes" "from mcp" $mcp --url "$url" --legacy call echo "text=from mcp"
+expect "mcp (2026-07-28, stateless) calls through the cluster" "from mcp" $mcp --url "$url" call echo "text=from mcp"
+bash deploy/cluster/run.sh stop "$work/cluster"
 
 echo "interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -11,8 +11,8 @@ log() { printf '\n== %s\n' "$*" >&2; }
 command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
 
 # Debian packages the tests drive for real: a terminal multiplexer for the consent and form tests,
-# PostgreSQL for crm-mcp and Redis for the multi-node tests (each test starts its own server on a
-# free port, nothing on disk).
+# PostgreSQL for crm-mcp, Redis and nginx for the multi-node tests (each test starts its own
+# server on a free port, nothing on disk).
 need_packages() {
     local missing=()
     for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
@@ -21,7 +21,7 @@ need_packages() {
     local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
-need_packages tmux tinyproxy curl postgresql postgresql-contrib redis-server
+need_packages tmux tinyproxy curl postgresql postgresql-contrib redis-server nginx
 
 # The real authorization server the OAuth tests start (npm oidc-provider, pinned by its lockfile).
 fixture=tests/fixtures/oidc-as
