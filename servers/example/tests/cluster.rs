@@ -133,8 +133,13 @@ fn one_rate_limit_counts_across_nodes_and_redis_going_away_is_survived() {
     assert_eq!(status, 429, "the fourth call anywhere is over the shared burst of 3: {refused}");
     assert_eq!(refused["error"]["code"], 429);
 
-    // Redis gone: the rate-limited call fails fast and says why; a node without it still serves.
+    // Redis gone: the rate-limited call fails fast and says why, so does a legacy session's
+    // request (503); a node without Redis still serves.
+    std::thread::sleep(Duration::from_millis(5200)); // the bucket refills (one token per 5 s)
+    let session = open_session(n[2].port());
     redis.kill();
+    let (status, r) = echo_in(n[2].port(), &session, "x");
+    assert_eq!((status, r["error"]["code"].clone()), (503, json!(-32011)), "{r}");
     let plain = HttpServer::start(BIN, &[]).unwrap();
     let started = Instant::now();
     let (_, r) = post(n[0].port(), "tools/call", echo.clone(), json!({}));
