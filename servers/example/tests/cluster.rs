@@ -124,6 +124,7 @@ fn an_input_round_begun_on_one_node_is_finished_on_another() {
 fn one_rate_limit_counts_across_nodes_and_redis_going_away_is_survived() {
     let mut redis = RedisServer::start().expect("redis-server");
     let n = nodes(&redis.url(), &["--rate-limit", "0.2/s", "--rate-burst", "3"]);
+    let unlimited = HttpServer::start(BIN, &["--store", &redis.url()]).unwrap();
     let echo = json!({"name": "echo", "arguments": {"text": "hi"}});
     for node in &n {
         let (status, r) = post(node.port(), "tools/call", echo.clone(), json!({}));
@@ -147,6 +148,11 @@ fn one_rate_limit_counts_across_nodes_and_redis_going_away_is_survived() {
     assert_eq!(r["error"]["code"], -32011, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("unreachable"), "{r}");
     assert_eq!(post(plain.port(), "tools/call", echo.clone(), json!({})).1["result"]["content"][0]["text"], "hi");
+    let (_, r) = post(unlimited.port(), "tools/call", echo.clone(), json!({}));
+    assert_eq!(
+        r["result"]["content"][0]["text"], "hi",
+        "a stateless call needs no Redis, even on a node of the cluster: {r}"
+    );
 
     // Back: every node recovers by itself.
     redis.restart().unwrap();
@@ -472,4 +478,68 @@ fn a_stream_resumes_on_another_node_while_its_node_still_produces_it() {
     assert_eq!(result["result"]["content"][0]["text"], "waited 1500 ms");
     let expected: Vec<f64> = (0..progress.len()).map(|i| i as f64).collect();
     assert_eq!(progress, expected, "every event once, in order, across two nodes");
+}
+
+/// `deploy/cluster/run.sh`: three nodes on one Redis behind nginx, stopped when dropped.
+struct Deployment {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Deployment {
+    fn start() -> Deployment {
+        let dir = tempfile::tempdir().unwrap();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/cluster/run.sh");
+        let base = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let out = std::process::Command::new("bash")
+            .args([script, "start", dir.path().to_str().unwrap(), BIN, &base.to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        Deployment { dir, url }
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/cluster/run.sh");
+        let _ = std::process::Command::new("bash").args([script, "stop", self.dir.path().to_str().unwrap()]).status();
+    }
+}
+
+#[test]
+fn our_client_keeps_one_legacy_session_across_nodes_behind_nginx() {
+    use mcp::client::{Client, ClientOptions, Handlers};
+    use mcp::types::elicitation::{ElicitAction, ElicitResult};
+    let deployment = Deployment::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut handlers = Handlers::default();
+        handlers.elicitation = Some(std::sync::Arc::new(|_| {
+            Box::pin(async {
+                let content = serde_json::from_value(json!({"yes": true})).unwrap();
+                Ok(ElicitResult { result_type: None, action: ElicitAction::Accept, content: Some(content), meta: None })
+            })
+        }));
+        let options = ClientOptions { legacy_only: true, handlers, ..ClientOptions::default() };
+        let client = Client::connect_http(&deployment.url, options).await.expect("a session through nginx");
+        for i in 0..50 {
+            let r = client.call_tool("echo", json!({"text": format!("call {i}")})).await.unwrap();
+            assert_eq!(mcp::testing::assert_tool_ok(&r), format!("call {i}"));
+        }
+        let r = client.call_tool("confirm", json!({"question": "Ship it?"})).await.unwrap();
+        assert_eq!(mcp::testing::assert_tool_ok(&r), "the user said yes");
+        let steps = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let seen = steps.clone();
+        let r = client
+            .call_tool_with_progress("wait", json!({"ms": 600}), move |_| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })
+            .await
+            .unwrap();
+        assert_eq!(mcp::testing::assert_tool_ok(&r), "waited 600 ms");
+        assert!(steps.load(std::sync::atomic::Ordering::Relaxed) >= 3);
+        client.close().await;
+    });
 }
