@@ -515,13 +515,20 @@ fn our_client_keeps_one_legacy_session_across_nodes_behind_nginx() {
     let deployment = Deployment::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut handlers = Handlers::default();
-        handlers.elicitation = Some(std::sync::Arc::new(|_| {
-            Box::pin(async {
-                let content = serde_json::from_value(json!({"yes": true})).unwrap();
-                Ok(ElicitResult { result_type: None, action: ElicitAction::Accept, content: Some(content), meta: None })
-            })
-        }));
+        let handlers = Handlers {
+            elicitation: Some(std::sync::Arc::new(|_| {
+                Box::pin(async {
+                    let content = serde_json::from_value(json!({"yes": true})).unwrap();
+                    Ok(ElicitResult {
+                        result_type: None,
+                        action: ElicitAction::Accept,
+                        content: Some(content),
+                        meta: None,
+                    })
+                })
+            })),
+            ..Handlers::default()
+        };
         let options = ClientOptions { legacy_only: true, handlers, ..ClientOptions::default() };
         let client = Client::connect_http(&deployment.url, options).await.expect("a session through nginx");
         for i in 0..50 {
