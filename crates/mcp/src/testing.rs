@@ -202,20 +202,30 @@ impl Drop for HttpServer {
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    password: Option<String>,
 }
 
 impl RedisServer {
     /// Starts one and waits (up to 10 s) until it answers `PING`.
     pub fn start() -> std::io::Result<RedisServer> {
+        RedisServer::start_with_password(None)
+    }
+
+    /// Starts one that requires `password` (`requirepass`), when given.
+    pub fn start_with_password(password: Option<&str>) -> std::io::Result<RedisServer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut server = RedisServer { child: None, port };
+        let mut server = RedisServer { child: None, port, password: password.map(str::to_owned) };
         server.spawn()?;
         Ok(server)
     }
 
     fn spawn(&mut self) -> std::io::Result<()> {
         let port = self.port.to_string();
-        let child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        if let Some(password) = &self.password {
+            command.args(["--requirepass", password]);
+        }
+        let child = command
             .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -227,10 +237,11 @@ impl RedisServer {
         loop {
             if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
                 use std::io::Read;
+                // Without the password a live server answers -NOAUTH: alive all the same.
                 let mut reply = [0u8; 7];
                 if stream.write_all(b"PING\r\n").is_ok()
                     && stream.read_exact(&mut reply).is_ok()
-                    && &reply == b"+PONG\r\n"
+                    && (&reply == b"+PONG\r\n" || &reply == b"-NOAUTH")
                 {
                     return Ok(());
                 }
@@ -242,9 +253,12 @@ impl RedisServer {
         }
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// `redis://[:PASSWORD@]127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match &self.password {
+            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
     }
 
     /// Kills it (SIGKILL) and reaps it.

@@ -181,6 +181,19 @@ fn a_node_told_to_use_an_unreachable_redis_refuses_to_start() {
     assert!(stderr.contains("unreachable") && !stderr.contains("hunter2"), "{stderr}");
     let out = std::process::Command::new(BIN).args(["--store", "memcached://x"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--store"));
+
+    // A Redis that wants a password: the right one in the URL works, a wrong one is refused in
+    // words that do not repeat it.
+    let redis = RedisServer::start_with_password(Some("s3cret-Pass")).expect("redis-server");
+    let node = HttpServer::start(BIN, &["--store", &redis.url()]).expect("a node with the password");
+    let (_, created) =
+        post(node.port(), "tools/call", json!({"name": "countdown", "arguments": {"ms": 300}}), tasks_caps());
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let wrong = redis.url().replace("s3cret-Pass", "wrong-Pass-77");
+    let out = std::process::Command::new(BIN).args(["--http", "127.0.0.1:0", "--store", &wrong]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("wrong-Pass-77") && !stderr.contains("s3cret"), "{stderr}");
 }
 
 /// POSTs a legacy-session message; the status, the lower-cased head and the JSON-RPC message.
