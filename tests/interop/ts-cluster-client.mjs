@@ -19,10 +19,15 @@ for (let i = 0; i < 30; i++) {
   if (r.content[0].text !== `call ${i}`) throw new Error(`echo ${i} answered ${JSON.stringify(r)}`);
 }
 await client.subscribeResource({ uri: "example://about" });
-// Give the SDK's GET stream a moment to open (on whichever node nginx picked).
-await new Promise((r) => setTimeout(r, 500));
-await client.callTool({ name: "announce", arguments: { uri: "example://about" } });
-const uri = await Promise.race([gotUpdate, new Promise((_, reject) => setTimeout(() => reject(new Error("no resources/updated within 5 s")), 5000))]);
+// The SDK opens its GET stream in the background (on whichever node nginx picks): announce
+// until the update arrives there, for at most 10 s.
+let uri;
+gotUpdate.then((u) => { uri = u; });
+for (let i = 0; i < 40 && uri === undefined; i++) {
+  await client.callTool({ name: "announce", arguments: { uri: "example://about" } });
+  await Promise.race([gotUpdate, new Promise((r) => setTimeout(r, 250))]);
+}
+if (uri === undefined) throw new Error("no resources/updated within 10 s");
 if (uri !== "example://about") throw new Error(`updated ${uri}`);
 const asked = await client.callTool({ name: "confirm", arguments: { question: "Ship it?" } });
 if (asked.content[0].text !== "the user said yes") throw new Error(`confirm answered ${JSON.stringify(asked)}`);

@@ -334,6 +334,18 @@ impl Stream {
         }
     }
 
+    /// Reads until the server's `: stream open` comment (a GET stream is then listening).
+    fn wait_open(&mut self) {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(self.reader.read_line(&mut line).unwrap_or(0) > 0, "the GET stream did not open");
+            if line.starts_with(": stream open") {
+                return;
+            }
+        }
+    }
+
     /// A GET resuming a stream after `last` (`Last-Event-ID`).
     fn resume(port: u16, session: &str, last: &str) -> Stream {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -368,7 +380,7 @@ fn notifications_and_answers_reach_the_node_that_needs_them() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "example://about"}});
     assert!(legacy(b, Some(&session), subscribe).2["result"].is_object());
     let mut get = Stream::open(c, "GET", &session, None);
-    std::thread::sleep(Duration::from_millis(300));
+    get.wait_open();
     let announce = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "announce", "arguments": {"uri": "example://about"}}});
     assert!(legacy(a, Some(&session), announce).2["result"].is_object());
     let note = get.next();
