@@ -197,6 +197,88 @@ pub fn interaction_uri(id: i64) -> String {
     format!("crm://interactions/{id}")
 }
 
+/// The longest an interaction body may be when read whole (longer ones are cut, with a flag).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+impl CustomerHit {
+    /// A hit from the search columns both backends select: id, name, kana (empty when
+    /// unknown), e-mail, company, name-key length, rank.
+    pub fn from_columns(
+        id: i64,
+        name: String,
+        name_kana: String,
+        email: String,
+        company: Option<String>,
+        name_len: i32,
+        rank: i32,
+    ) -> CustomerHit {
+        CustomerHit {
+            id,
+            name,
+            name_kana: Some(name_kana).filter(|k| !k.is_empty()),
+            email,
+            company,
+            matched: Match::from_rank(rank),
+            uri: customer_uri(id),
+            name_len,
+        }
+    }
+}
+
+impl InteractionSummary {
+    /// A summary from its columns; `head` is the start of the body (at least one character more
+    /// than a snippet, to tell whether it was cut).
+    pub fn from_columns(
+        id: i64,
+        occurred_at: String,
+        channel: String,
+        subject: String,
+        head: &str,
+        body_chars: i64,
+    ) -> InteractionSummary {
+        let (snippet, truncated) = snippet(head);
+        InteractionSummary {
+            id,
+            occurred_at,
+            channel,
+            subject,
+            snippet,
+            truncated,
+            body_chars,
+            untrusted: true,
+            uri: interaction_uri(id),
+        }
+    }
+}
+
+impl Interaction {
+    /// An interaction from its columns, its body cut at [`MAX_BODY_BYTES`].
+    pub fn from_columns(
+        id: i64,
+        customer_id: i64,
+        occurred_at: String,
+        channel: String,
+        subject: String,
+        body: String,
+    ) -> Interaction {
+        let (body, body_truncated) = cut(body, MAX_BODY_BYTES);
+        Interaction { id, customer_id, occurred_at, channel, subject, body, body_truncated, untrusted: true }
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, and whether it was cut.
+pub fn cut(mut s: String, max: usize) -> (String, bool) {
+    if s.len() <= max {
+        return (s, false);
+    }
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.truncate(at);
+    (s, true)
+}
+
 /// The first `SNIPPET_CHARS` characters of `text`, and whether anything was cut.
 pub fn snippet(text: &str) -> (String, bool) {
     match text.char_indices().nth(SNIPPET_CHARS) {

@@ -12,8 +12,7 @@ use std::time::Duration;
 use crate::model::{Customer, CustomerHit, Interaction, InteractionSummary};
 use crate::query::{InteractionsBefore, Search, SearchAfter};
 
-/// The longest an interaction body may be when read whole (longer ones are cut, with a flag).
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+pub use crate::model::MAX_BODY_BYTES;
 
 /// Why the database did not answer, in words a model can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,17 +154,4 @@ pub enum Tier {
 /// after every character in code-point order (SQLite's BINARY, PostgreSQL's "C" collation).
 pub fn prefix_end(key: &str) -> String {
     format!("{key}\u{10FFFF}")
-}
-
-/// `s` cut to at most `max` bytes on a character boundary, and whether it was cut.
-pub fn cut(mut s: String, max: usize) -> (String, bool) {
-    if s.len() <= max {
-        return (s, false);
-    }
-    let mut at = max;
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    s.truncate(at);
-    (s, true)
 }

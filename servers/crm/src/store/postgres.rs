@@ -15,8 +15,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{cut, prefix_end, StoreError, Tier, MAX_BODY_BYTES};
-use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary, Match};
+use super::{prefix_end, StoreError, Tier, MAX_BODY_BYTES};
+use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary};
 use crate::query::{InteractionsBefore, Search, SearchAfter};
 
 /// The most connections open at once.
@@ -296,19 +296,7 @@ impl PgStore {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| {
-                let id: i64 = r.get(0);
-                CustomerHit {
-                    id,
-                    name: r.get(1),
-                    name_kana: Some(r.get::<_, String>(2)).filter(|k| !k.is_empty()),
-                    email: r.get(3),
-                    company: r.get(4),
-                    name_len: r.get(5),
-                    matched: Match::from_rank(r.get(6)),
-                    uri: model::customer_uri(id),
-                }
-            })
+            .map(|r| CustomerHit::from_columns(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)))
             .collect())
     }
 
@@ -350,21 +338,7 @@ impl PgStore {
         let rows = self.query(INTERACTIONS, &[&customer_id, &since, &at, &last, &chars, &take]).await?;
         Ok(rows
             .iter()
-            .map(|r| {
-                let id: i64 = r.get(0);
-                let (snippet, truncated) = model::snippet(r.get(4));
-                InteractionSummary {
-                    id,
-                    occurred_at: r.get(1),
-                    channel: r.get(2),
-                    subject: r.get(3),
-                    snippet,
-                    truncated,
-                    body_chars: r.get(5),
-                    untrusted: true,
-                    uri: model::interaction_uri(id),
-                }
-            })
+            .map(|r| InteractionSummary::from_columns(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
             .collect())
     }
 
@@ -372,19 +346,7 @@ impl PgStore {
     pub async fn interaction(&self, id: i64) -> Result<Option<Interaction>, StoreError> {
         let chars = MAX_BODY_BYTES as i32 + 1;
         let rows = self.query(INTERACTION, &[&id, &chars]).await?;
-        Ok(rows.first().map(|r| {
-            let (body, body_truncated) = cut(r.get(5), MAX_BODY_BYTES);
-            Interaction {
-                id: r.get(0),
-                customer_id: r.get(1),
-                occurred_at: r.get(2),
-                channel: r.get(3),
-                subject: r.get(4),
-                body,
-                body_truncated,
-                untrusted: true,
-            }
-        }))
+        Ok(rows.first().map(|r| Interaction::from_columns(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
     }
 
     /// See [`super::Store::ids`].

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::{cut, prefix_end, StoreError, Tier, MAX_BODY_BYTES};
+use super::{prefix_end, StoreError, Tier, MAX_BODY_BYTES};
 use crate::dataset::{CustomerKeys, Dataset};
-use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary, Match};
+use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary};
 use crate::normalize::KEY_VERSION;
 use crate::query::{InteractionsBefore, Search, SearchAfter};
 
@@ -285,18 +285,15 @@ impl SqliteStore {
             };
             let mut hits = Vec::new();
             while let Some(row) = rows.next()? {
-                let id: i64 = row.get(0)?;
-                let kana: String = row.get(2)?;
-                hits.push(CustomerHit {
-                    id,
-                    name: row.get(1)?,
-                    name_kana: Some(kana).filter(|k| !k.is_empty()),
-                    email: row.get(3)?,
-                    company: row.get(4)?,
-                    name_len: row.get(5)?,
-                    matched: Match::from_rank(row.get(6)?),
-                    uri: model::customer_uri(id),
-                });
+                hits.push(CustomerHit::from_columns(
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                ));
             }
             Ok(hits)
         })
@@ -359,19 +356,14 @@ impl SqliteStore {
             let mut stmt = conn.prepare_cached(sql)?;
             let rows =
                 stmt.query_map(params![customer_id, since, at, id, snippet_chars, i64::from(limit) + 1], |r| {
-                    let id: i64 = r.get(0)?;
-                    let (snippet, truncated) = model::snippet(&r.get::<_, String>(4)?);
-                    Ok(InteractionSummary {
-                        id,
-                        occurred_at: r.get(1)?,
-                        channel: r.get(2)?,
-                        subject: r.get(3)?,
-                        snippet,
-                        truncated,
-                        body_chars: r.get(5)?,
-                        untrusted: true,
-                        uri: model::interaction_uri(id),
-                    })
+                    Ok(InteractionSummary::from_columns(
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        &r.get::<_, String>(4)?,
+                        r.get(5)?,
+                    ))
                 })?;
             rows.collect()
         })
@@ -385,17 +377,7 @@ impl SqliteStore {
                        FROM interactions WHERE id = ?1";
             conn.prepare_cached(sql)?
                 .query_row(params![id, MAX_BODY_BYTES as i64 + 1], |r| {
-                    let (body, body_truncated) = cut(r.get(5)?, MAX_BODY_BYTES);
-                    Ok(Interaction {
-                        id: r.get(0)?,
-                        customer_id: r.get(1)?,
-                        occurred_at: r.get(2)?,
-                        channel: r.get(3)?,
-                        subject: r.get(4)?,
-                        body,
-                        body_truncated,
-                        untrusted: true,
-                    })
+                    Ok(Interaction::from_columns(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
                 })
                 .optional()
         })
