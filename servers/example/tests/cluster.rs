@@ -14,6 +14,30 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-example");
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
+/// POSTs `body` to the node on `port` with `headers` (each line ending in CRLF); the status,
+/// the lower-cased head and the last JSON-RPC message (of a JSON or an SSE body).
+fn post_raw(port: u16, headers: &str, body: &str) -> (u16, String, Value) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = stream.read_to_string(&mut raw);
+    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (head, payload) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let message = payload
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data: ").or(Some(l)))
+        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some()))
+        .unwrap_or(Value::Null);
+    (status, head.to_ascii_lowercase(), message)
+}
+
 /// POSTs a 2026-07-28 request to the node on `port`; the HTTP status and the JSON-RPC message.
 fn post(port: u16, method: &str, mut params: Value, caps: Value) -> (u16, Value) {
     params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -21,26 +45,9 @@ fn post(port: u16, method: &str, mut params: Value, caps: Value) -> (u16, Value)
         "io.modelcontextprotocol/clientInfo": {"name": "cluster-test", "version": "1"}});
     let named = params["name"].as_str().or(params["taskId"].as_str());
     let name = named.map(|n| format!("Mcp-Name: {n}\r\n")).unwrap_or_default();
+    let headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}");
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n\
-         {name}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = String::new();
-    let _ = stream.read_to_string(&mut raw);
-    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let payload = raw.split_once("\r\n\r\n").map_or("", |(_, p)| p);
-    let message = payload
-        .lines()
-        .rev()
-        .filter_map(|l| l.strip_prefix("data: ").or(Some(l)))
-        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some()))
-        .unwrap_or(Value::Null);
+    let (status, _, message) = post_raw(port, &headers, &body);
     (status, message)
 }
 
@@ -198,39 +205,13 @@ fn a_node_told_to_use_an_unreachable_redis_refuses_to_start() {
 
 /// POSTs a legacy-session message; the status, the lower-cased head and the JSON-RPC message.
 fn legacy(port: u16, session: Option<&str>, message: Value) -> (u16, String, Value) {
-    let body = message.to_string();
-    let session =
+    let headers =
         session.map(|s| format!("Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-11-25\r\n")).unwrap_or_default();
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = String::new();
-    let _ = stream.read_to_string(&mut raw);
-    let status = raw.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let (head, payload) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let message = payload
-        .lines()
-        .rev()
-        .filter_map(|l| l.strip_prefix("data: ").or(Some(l)))
-        .find_map(|l| serde_json::from_str::<Value>(l.trim()).ok().filter(|v| v.get("jsonrpc").is_some()))
-        .unwrap_or(Value::Null);
-    (status, head.to_ascii_lowercase(), message)
+    post_raw(port, &headers, &message.to_string())
 }
 
 fn open_session(port: u16) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-        "capabilities": {}, "clientInfo": {"name": "cluster-test", "version": "1"}}});
-    let (status, head, r) = legacy(port, None, init);
-    assert_eq!(status, 200, "{r}");
-    let id = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).expect("a session id").trim().to_owned();
-    let (status, _, _) = legacy(port, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    assert_eq!(status, 202);
-    id
+    session_with(port, json!({}))
 }
 
 fn echo_in(port: u16, session: &str, text: &str) -> (u16, Value) {
@@ -359,12 +340,15 @@ impl Stream {
     }
 }
 
+/// A legacy session opened on `port` with `capabilities`: its id.
 fn session_with(port: u16, capabilities: Value) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": capabilities, "clientInfo": {"name": "cluster-test", "version": "1"}}});
-    let (_, head, _) = legacy(port, None, init);
+    let (status, head, r) = legacy(port, None, init);
+    assert_eq!(status, 200, "{r}");
     let id = head.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).expect("a session id").trim().to_owned();
-    legacy(port, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (status, _, _) = legacy(port, Some(&id), json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(status, 202);
     id
 }
 

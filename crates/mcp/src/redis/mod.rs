@@ -41,17 +41,7 @@ pub fn describe(e: &redis::RedisError) -> String {
     if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
         "the shared store (Redis) is unreachable".to_owned()
     } else {
-        format!("the shared store (Redis) failed: {}", e.kind_str())
-    }
-}
-
-trait KindStr {
-    fn kind_str(&self) -> String;
-}
-
-impl KindStr for redis::RedisError {
-    fn kind_str(&self) -> String {
-        format!("{:?}", self.kind())
+        format!("the shared store (Redis) failed: {:?}", e.kind())
     }
 }
 

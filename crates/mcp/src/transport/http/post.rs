@@ -168,8 +168,9 @@ fn cancel(shared: &Shared, session: Option<&HttpSession>, params: Option<&RawVal
     let Some(session) = session else { return };
     let Some(Ok(p)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else { return };
     if let Some(id) = p.request_id {
-        session.inflight.lock().unwrap().cancel(&id);
-        if let Some(SharedSessions(directory)) = &shared.config.directory {
+        let here = session.inflight.lock().unwrap().cancel(&id);
+        // Not running here: another node of the cluster may be running it.
+        if let (false, Some(SharedSessions(directory))) = (here, &shared.config.directory) {
             directory.publish(ClusterEvent::Cancel { session: session.id.clone(), request: id });
         }
     }
@@ -426,8 +427,13 @@ pub(crate) fn sse_response(body: Body) -> Response<Body> {
 }
 
 fn unavailable(message: String) -> Response<Body> {
+    unavailable_for(None, message)
+}
+
+/// 503: the shared store cannot be reached (answering request `id`, if any).
+fn unavailable_for(id: Option<RequestId>, message: String) -> Response<Body> {
     let e = ErrorObject::new(STORE_UNAVAILABLE, format!("{message}; try again in a moment"));
-    rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, e)
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, e)
 }
 
 /// The session `id` of `owner`: this node's copy, checked against (or rebuilt from) the shared
@@ -513,8 +519,7 @@ async fn initialize(
     };
     if let Err(e) = save_session(shared, &entry).await {
         shared.sessions.forget(&entry.id);
-        let e = ErrorObject::new(STORE_UNAVAILABLE, format!("{e}; try again in a moment"));
-        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
+        return unavailable_for(Some(id), e);
     }
     let bytes = response_bytes(&id, serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string())));
     let mut r = json(StatusCode::OK, bytes);
