@@ -63,10 +63,6 @@ fn parse_id(text: &str, what: &str) -> Result<i64, ToolError> {
     text.parse::<i64>().map_err(|_| ToolError::not_found(format!("{text:?} is not a {what} id (a number, e.g. 1023)")))
 }
 
-fn store_error(e: crate::store::StoreError) -> ToolError {
-    ToolError::new(e.to_string())
-}
-
 /// `crm://customers/{id}`.
 pub async fn customer_resource(
     app: Arc<App>,
@@ -74,7 +70,7 @@ pub async fn customer_resource(
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
     let id = parse_id(&r.params.id, "customer")?;
-    let customer = app.store.customer(id).await.map_err(store_error)?;
+    let customer = app.store.customer(id).await?;
     let customer = customer.ok_or_else(|| ToolError::not_found(format!("No customer has id {id}")))?;
     Ok(serde_json::to_string_pretty(&customer)?)
 }
@@ -89,8 +85,8 @@ pub async fn interactions_resource(
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
     let id = parse_id(&r.params.id, "customer")?;
-    let mut rows = app.store.interactions(id, None, None, RESOURCE_INTERACTIONS).await.map_err(store_error)?;
-    if rows.is_empty() && app.store.customer(id).await.map_err(store_error)?.is_none() {
+    let mut rows = app.store.interactions(id, None, None, RESOURCE_INTERACTIONS).await?;
+    if rows.is_empty() && app.store.customer(id).await?.is_none() {
         return Err(ToolError::not_found(format!("No customer has id {id}")));
     }
     let more = rows.len() > RESOURCE_INTERACTIONS as usize;
@@ -105,7 +101,7 @@ pub async fn interaction_resource(
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
     let id = parse_id(&r.params.id, "interaction")?;
-    let interaction = app.store.interaction(id).await.map_err(store_error)?;
+    let interaction = app.store.interaction(id).await?;
     let interaction = interaction.ok_or_else(|| ToolError::not_found(format!("No interaction has id {id}")))?;
     Ok(serde_json::to_string_pretty(&interaction)?)
 }
@@ -143,9 +139,9 @@ async fn context(app: &App, args: &PromptArgs) -> Result<(i64, String), ToolErro
         .trim()
         .parse::<i64>()
         .map_err(|_| ToolError::invalid_params("customer_id must be a customer id such as 1023"))?;
-    let customer = app.store.customer(id).await.map_err(store_error)?;
+    let customer = app.store.customer(id).await?;
     let customer = customer.ok_or_else(|| ToolError::invalid_params(format!("No customer has id {id}")))?;
-    let interactions = app.store.interactions(id, None, None, 5).await.map_err(store_error)?;
+    let interactions = app.store.interactions(id, None, None, 5).await?;
     let fence = boundary();
     let mut text = profile_text(&customer);
     text.push_str(&format!(

@@ -86,7 +86,7 @@ pub async fn search_customer(
     let search = Search::parse(&args.query).map_err(ToolError::new)?;
     let limit = query::limit(args.limit, query::DEFAULT_LIMIT, query::MAX_LIMIT).map_err(ToolError::new)?;
     let after = query::parse_search_cursor(&search, args.cursor.as_deref()).map_err(ToolError::new)?;
-    let mut results = app.store.search(&search, after, limit).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let mut results = app.store.search(&search, after, limit).await?;
     let more = results.len() > limit as usize;
     results.truncate(limit as usize);
     let next_cursor = results.last().filter(|_| more).map(|last| {
@@ -144,7 +144,7 @@ pub fn profile_text(c: &Customer) -> String {
 
 /// `get_customer`.
 pub async fn get_customer(app: Arc<App>, args: CustomerArgs, cx: RequestContext) -> Result<Rich<Customer>, ToolError> {
-    let customer = app.store.customer(args.customer_id).await.map_err(|e| ToolError::new(e.to_string()))?;
+    let customer = app.store.customer(args.customer_id).await?;
     let customer = customer.ok_or_else(|| no_customer(args.customer_id))?;
     let mut content = vec![ContentBlock::text(profile_text(&customer))];
     if links_allowed(&cx) {
@@ -183,9 +183,8 @@ pub async fn list_interactions(
     let before = query::parse_interactions_cursor(args.customer_id, since.as_deref(), args.cursor.as_deref())
         .map_err(ToolError::new)?;
     let first_page = before.is_none();
-    let store_error = |e: crate::store::StoreError| ToolError::new(e.to_string());
-    let mut rows = app.store.interactions(args.customer_id, since.clone(), before, limit).await.map_err(store_error)?;
-    if rows.is_empty() && first_page && app.store.customer(args.customer_id).await.map_err(store_error)?.is_none() {
+    let mut rows = app.store.interactions(args.customer_id, since.clone(), before, limit).await?;
+    if rows.is_empty() && first_page && app.store.customer(args.customer_id).await?.is_none() {
         return Err(no_customer(args.customer_id));
     }
     let more = rows.len() > limit as usize;

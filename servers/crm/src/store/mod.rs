@@ -44,6 +44,13 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A store failure reaches the model as a tool error, in the words above.
+impl From<StoreError> for mcp::server::ToolError {
+    fn from(e: StoreError) -> Self {
+        mcp::server::ToolError::new(e.to_string())
+    }
+}
+
 /// A customer database, opened for reading.
 pub enum Store {
     /// An SQLite file.
