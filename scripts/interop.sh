@@ -127,8 +127,7 @@ unset MCP_AUTH_FILE
 # A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
 # (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`
 # makes legacy sessions of its own (initialize, call and DELETE land on different nodes).
-base=$(free_port)
-url=$(bash deploy/cluster/run.sh start "$work/cluster" "$example" "$base")
+url=$(bash deploy/cluster/run.sh start "$work/cluster" "$example" 0)
 expect "the TypeScript client keeps a session, a subscription and an elicitation across a cluster behind nginx" "OK" \
     "$node" "$work/ts-cluster-client.mjs" "$url"
 expect "mcp (legacy sessions) calls through the cluster" "42" $mcp --url "$url" --legacy call sum a=40 b=2
