@@ -14,11 +14,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 listening() { (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Five consecutive ports nothing listens on and nothing is bound to, outside the range the
-# kernel hands out for outgoing connections when possible.
-free_base() {
-    python3 - <<'PY'
-import random, socket
+# `ports pick`: five consecutive free ports, outside the range the kernel hands out for
+# outgoing connections when it can. `ports check BASE`: fails unless BASE..BASE+4 are free.
+ports() {
+    python3 - "$@" <<'PY'
+import random, socket, sys
 def free(port):
     s = socket.socket()
     try:
@@ -28,16 +28,23 @@ def free(port):
         return False
     finally:
         s.close()
+def five_free(base):
+    return 0 < base and base + 4 <= 65535 and all(free(base + i) for i in range(5))
+if sys.argv[1] == "check":
+    base = int(sys.argv[2])
+    if not five_free(base):
+        sys.exit(f"cluster: ports {base}..{base + 4} are not all free (nginx, Redis and three nodes need five in a row); pass another PORT, or 0")
+    sys.exit(0)
 low, high = (int(n) for n in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
-ranges = [r for r in ((20000, low - 5), (high + 1, 65530)) if r[1] - r[0] > 100] or [(low, high - 5)]
-for _ in range(200):
+ranges = [r for r in ((20000, low - 5), (high + 1, 65530)) if r[1] - r[0] > 100] or [(1024, 65530)]
+for _ in range(500):
     first, last = random.choice(ranges)
     base = random.randint(first, last)
-    if all(free(base + i) for i in range(5)):
+    if five_free(base):
         print(base)
         break
 else:
-    raise SystemExit("no five free ports in a row")
+    sys.exit("cluster: found no five free ports in a row")
 PY
 }
 
@@ -59,8 +66,17 @@ wait_for() {
 
 start() {
     local dir=$1 server=$2 port=$3; shift 3
-    [ "$port" = 0 ] && port=$(free_base)
+    [[ "$port" =~ ^[0-9]+$ ]] || { echo "cluster: PORT must be a number (0 picks free ports), not '$port'" >&2; exit 2; }
+    [ -x "$server" ] || { echo "cluster: $server is not an executable" >&2; exit 2; }
     mkdir -p "$dir"/{body,proxy,fastcgi,uwsgi,scgi}
+    dir=$(cd "$dir" && pwd)
+    for f in "$dir"/*.pid; do
+        if [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then
+            echo "cluster: $dir is running already (stop it first: $0 stop $dir)" >&2
+            exit 1
+        fi
+    done
+    if [ "$port" = 0 ]; then port=$(ports pick); else ports check "$port"; fi
     local redis_port=$((port + 1))
     redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
         > "$dir/redis.log" 2>&1 &
@@ -83,7 +99,7 @@ start() {
 stop() {
     local dir=$1
     for f in "$dir"/nginx.pid "$dir"/node*.pid "$dir"/redis.pid; do
-        [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+        [ -f "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; }
     done
 }
 
