@@ -126,9 +126,14 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts `program --http 127.0.0.1:0 ARGS...` and waits (up to 20 s) for its URL.
     pub fn start(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> std::io::Result<HttpServer> {
-        let mut child = Command::new(program)
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
+        HttpServer::start_command(Command::new(program).args(["--http", "127.0.0.1:0"]).args(args))
+    }
+
+    /// Starts `command` (which must listen on a free port and print its URL on stderr, as
+    /// `--http 127.0.0.1:0` does) and waits (up to 20 s) for the URL: for a server that needs
+    /// its own environment.
+    pub fn start_command(command: &mut Command) -> std::io::Result<HttpServer> {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -203,6 +208,8 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     password: Option<String>,
+    /// The certificate and key (PEM files) it serves TLS with, when it does.
+    tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl RedisServer {
@@ -214,7 +221,17 @@ impl RedisServer {
     /// Starts one that requires `password` (`requirepass`), when given.
     pub fn start_with_password(password: Option<&str>) -> std::io::Result<RedisServer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut server = RedisServer { child: None, port, password: password.map(str::to_owned) };
+        let mut server = RedisServer { child: None, port, password: password.map(str::to_owned), tls: None };
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// Starts one that speaks only TLS (`rediss://`), with the server certificate and key in
+    /// the PEM files `cert` and `key` (it asks clients for no certificate).
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> std::io::Result<RedisServer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let tls = Some((cert.to_owned(), key.to_owned()));
+        let mut server = RedisServer { child: None, port, password: None, tls };
         server.spawn()?;
         Ok(server)
     }
@@ -225,8 +242,17 @@ impl RedisServer {
         if let Some(password) = &self.password {
             command.args(["--requirepass", password]);
         }
+        match &self.tls {
+            Some((cert, key)) => {
+                command.args(["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"]);
+                command.arg("--tls-cert-file").arg(cert).arg("--tls-key-file").arg(key);
+            }
+            None => {
+                command.args(["--port", &port]);
+            }
+        }
         let child = command
-            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -237,6 +263,9 @@ impl RedisServer {
         loop {
             if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
                 use std::io::Read;
+                if self.tls.is_some() {
+                    return Ok(()); // listening; a PING would need a TLS handshake
+                }
                 // Without the password a live server answers -NOAUTH: alive all the same.
                 let mut reply = [0u8; 7];
                 if stream.write_all(b"PING\r\n").is_ok()
@@ -253,11 +282,12 @@ impl RedisServer {
         }
     }
 
-    /// `redis://[:PASSWORD@]127.0.0.1:PORT`.
+    /// `redis://[:PASSWORD@]127.0.0.1:PORT`, or `rediss://...` when it speaks TLS.
     pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
         match &self.password {
-            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
-            None => format!("redis://127.0.0.1:{}", self.port),
+            Some(password) => format!("{scheme}://:{password}@127.0.0.1:{}", self.port),
+            None => format!("{scheme}://127.0.0.1:{}", self.port),
         }
     }
 

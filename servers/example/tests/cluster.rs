@@ -203,6 +203,51 @@ fn a_node_told_to_use_an_unreachable_redis_refuses_to_start() {
     assert!(!stderr.contains("wrong-Pass-77") && !stderr.contains("s3cret"), "{stderr}");
 }
 
+/// `rediss://`: two nodes share a Redis that speaks only TLS, trusting its private CA through
+/// `SSL_CERT_FILE`; a node that does not trust it refuses to start and says why.
+#[test]
+fn nodes_share_a_redis_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "cluster test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &rcgen::Issuer::new(ca_params, ca_key))
+        .unwrap();
+    let (ca_path, cert_path, key_path) = (dir.path().join("ca.pem"), dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+
+    let redis = RedisServer::start_tls(&cert_path, &key_path).expect("redis-server with TLS");
+    let url = redis.url();
+    assert!(url.starts_with("rediss://"), "{url}");
+    let node = || {
+        let mut command = std::process::Command::new(BIN);
+        command.args(["--http", "127.0.0.1:0", "--store", &url]).env("SSL_CERT_FILE", &ca_path);
+        HttpServer::start_command(&mut command).expect("a node on rediss://")
+    };
+    let (a, b) = (node(), node());
+    let (_, created) =
+        post(a.port(), "tools/call", json!({"name": "countdown", "arguments": {"ms": 300}}), tasks_caps());
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap();
+    assert!(task_status(b.port(), id)["result"]["status"].is_string(), "B reads A's task through TLS");
+
+    let out = std::process::Command::new(BIN)
+        .args(["--http", "127.0.0.1:0", "--store", &url])
+        .env_remove("SSL_CERT_FILE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unreachable") && stderr.contains("certificate"), "{stderr}");
+}
+
 /// POSTs a legacy-session message; the status, the lower-cased head and the JSON-RPC message.
 fn legacy(port: u16, session: Option<&str>, message: Value) -> (u16, String, Value) {
     let headers =

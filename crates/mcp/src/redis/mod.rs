@@ -45,6 +45,25 @@ pub fn describe(e: &redis::RedisError) -> String {
     }
 }
 
+/// [`describe`], followed by the underlying cause (a refused connection, a certificate that is
+/// not trusted), for the one-off error of a node that cannot start. The URL's password, when
+/// there is one, is blanked from the cause should it ever appear there.
+fn describe_with_cause(e: &redis::RedisError, url: &str) -> String {
+    let mut cause = e.to_string();
+    if let Some(password) = url_password(url).filter(|p| !p.is_empty()) {
+        cause = cause.replace(password, "***");
+    }
+    format!("{}: {cause}", describe(e))
+}
+
+/// The password part of `redis://[USER]:PASSWORD@HOST...`, if any.
+fn url_password(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    userinfo.split_once(':').map(|(_, password)| password)
+}
+
 /// Splits our own `prefix` parameter off a Redis URL.
 fn split_prefix(url: &str) -> (String, String) {
     let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), "mcp:".to_owned()) };
@@ -64,8 +83,9 @@ fn split_prefix(url: &str) -> (String, String) {
 }
 
 impl Redis {
-    /// Connects to `redis://[USER:PASSWORD@]HOST:PORT[/DB]` (or `rediss://` for TLS). Fails if
-    /// Redis cannot be reached now; afterwards the connection comes back by itself.
+    /// Connects to `redis://[USER:PASSWORD@]HOST:PORT[/DB]` (or `rediss://` for TLS: the
+    /// system's trusted certificates, or those of the PEM file named by `SSL_CERT_FILE`). Fails
+    /// if Redis cannot be reached now, saying why; afterwards the connection comes back by itself.
     pub async fn connect(url: &str) -> Result<Redis, String> {
         let (url, prefix) = split_prefix(url);
         let client = redis::Client::open(url.as_str())
@@ -75,7 +95,9 @@ impl Redis {
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_number_of_retries(2)
             .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(|e| describe(&e))?;
+        let conn = ConnectionManager::new_with_config(client.clone(), config)
+            .await
+            .map_err(|e| describe_with_cause(&e, &url))?;
         let mut id = [0u8; 8];
         getrandom::fill(&mut id).map_err(|e| format!("random source: {e}"))?;
         let node = id.iter().map(|b| format!("{b:02x}")).collect();
@@ -125,7 +147,15 @@ impl Redis {
 
 #[cfg(test)]
 mod tests {
-    use super::split_prefix;
+    use super::{split_prefix, url_password};
+
+    #[test]
+    fn the_password_is_found_in_the_url() {
+        assert_eq!(url_password("redis://:s3cret@h:1/0"), Some("s3cret"));
+        assert_eq!(url_password("rediss://user:pw@h:1"), Some("pw"));
+        assert_eq!(url_password("redis://h:1"), None);
+        assert_eq!(url_password("redis://h:1/0?prefix=a@b:"), None);
+    }
 
     #[test]
     fn our_prefix_parameter_is_taken_off_the_url() {
