@@ -103,6 +103,33 @@ fn a_task_created_on_one_node_is_polled_and_cancelled_through_the_others() {
     assert!(task_status(c, "no-such-task")["error"].is_object());
 }
 
+/// A node killed while it runs a task: read through another node, the task is failed, saying
+/// why, instead of `working` for ever; while its node lives, a long task is left alone.
+#[test]
+fn a_task_whose_node_dies_fails_instead_of_working_for_ever() {
+    let redis = RedisServer::start().expect("redis-server");
+    let mut n = nodes(&redis.url(), &[]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+    let (_, created) = post(a, "tools/call", json!({"name": "countdown", "arguments": {"ms": 30000}}), tasks_caps());
+    let id = created["result"]["taskId"].as_str().expect("a task").to_owned();
+    std::thread::sleep(Duration::from_secs(4)); // longer than a heartbeat lasts
+    assert_eq!(task_status(b, &id)["result"]["status"], "working", "A lives: its task is left alone");
+
+    drop(n.remove(0)); // SIGKILL
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let failed = loop {
+        let r = task_status(b, &id);
+        if r["result"]["status"] == "failed" {
+            break r;
+        }
+        assert!(r["result"]["status"] == "working" && Instant::now() < deadline, "{r}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let message = failed["result"]["statusMessage"].as_str().unwrap_or_default();
+    assert!(message.contains("stopped"), "{failed}");
+    assert_eq!(task_status(c, &id)["result"]["status"], "failed", "and so it reads everywhere");
+}
+
 #[test]
 fn an_input_round_begun_on_one_node_is_finished_on_another() {
     let redis = RedisServer::start().expect("redis-server");

@@ -77,7 +77,7 @@ impl Bus {
         let (tx, _) = broadcast::channel(1024);
         let bus = Arc::new(Bus { redis, tx });
         tokio::spawn(listen(Arc::downgrade(&bus)));
-        tokio::spawn(heartbeat(Arc::downgrade(&bus)));
+        bus.redis.keep_alive();
         bus
     }
 
@@ -101,27 +101,6 @@ impl Bus {
     /// What the other nodes say from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
         self.tx.subscribe()
-    }
-}
-
-/// How long a node counts as alive after its last heartbeat.
-const ALIVE: Duration = Duration::from_secs(3);
-
-/// Keeps `{prefix}node:{id}` alive while the bus lives: other nodes read it to tell a stream
-/// that is slow from one whose producer died.
-async fn heartbeat(bus: Weak<Bus>) {
-    loop {
-        let Some((mut conn, key)) =
-            bus.upgrade().map(|b| (b.redis.conn(), b.redis.key(&format!("node:{}", b.redis.node))))
-        else {
-            return;
-        };
-        let beat: Result<(), _> =
-            redis::cmd("SET").arg(&key).arg(1).arg("PX").arg(ALIVE.as_millis() as u64).query_async(&mut conn).await;
-        if let Err(e) = beat {
-            tracing::debug!("heartbeat: {}", super::describe(&e));
-        }
-        tokio::time::sleep(ALIVE / 3).await;
     }
 }
 

@@ -95,7 +95,7 @@ impl EventLog {
         let producer_alive = match &node {
             Some(node) => {
                 let n: i64 = redis::cmd("EXISTS")
-                    .arg(self.redis.key(&format!("node:{node}")))
+                    .arg(self.redis.node_key(node))
                     .query_async(&mut conn)
                     .await
                     .map_err(|e| describe(&e))?;

@@ -15,6 +15,8 @@ mod rate;
 mod sessions;
 mod tasks;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -34,7 +36,13 @@ pub struct Redis {
     prefix: String,
     /// This process's id among the nodes (random).
     node: String,
+    /// Whether the heartbeat runs (see [`Redis::keep_alive`]); it stops when the last clone
+    /// of this handle is dropped.
+    beating: Arc<AtomicBool>,
 }
+
+/// How long a node counts as alive after its last heartbeat.
+pub(crate) const ALIVE: Duration = Duration::from_secs(3);
 
 /// Why a Redis operation failed, in words that name no secret.
 pub fn describe(e: &redis::RedisError) -> String {
@@ -101,7 +109,7 @@ impl Redis {
         let mut id = [0u8; 8];
         getrandom::fill(&mut id).map_err(|e| format!("random source: {e}"))?;
         let node = id.iter().map(|b| format!("{b:02x}")).collect();
-        let redis = Redis { conn, client, prefix, node };
+        let redis = Redis { conn, client, prefix, node, beating: Arc::new(AtomicBool::new(false)) };
         redis.ping().await?;
         Ok(redis)
     }
@@ -120,6 +128,25 @@ impl Redis {
     /// `prefix` + `name`.
     pub(crate) fn key(&self, name: &str) -> String {
         format!("{}{name}", self.prefix)
+    }
+
+    /// This process's id among the nodes.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// `{prefix}node:{id}`: present while node `id` is alive.
+    pub(crate) fn node_key(&self, id: &str) -> String {
+        self.key(&format!("node:{id}"))
+    }
+
+    /// Keeps this node's [`Redis::node_key`] alive from now on (started once, however often
+    /// called), so that other nodes can tell this node's streams and tasks from those of a
+    /// node that died. Call within a tokio runtime.
+    pub(crate) fn keep_alive(&self) {
+        if !self.beating.swap(true, Ordering::AcqRel) {
+            tokio::spawn(heartbeat(self.conn(), self.node_key(&self.node), Arc::downgrade(&self.beating)));
+        }
     }
 
     /// The key every node seals `requestState` with: the first node to ask draws it at random
@@ -142,6 +169,18 @@ impl Redis {
                 .map_err(|_| format!("{key} in Redis is not a 32-byte hex key; delete it and restart"))?;
         }
         Ok(out)
+    }
+}
+
+/// Sets `key` for [`ALIVE`] every third of it, while `alive` can be upgraded.
+async fn heartbeat(mut conn: ConnectionManager, key: String, alive: Weak<AtomicBool>) {
+    while alive.upgrade().is_some() {
+        let beat: Result<(), _> =
+            redis::cmd("SET").arg(&key).arg(1).arg("PX").arg(ALIVE.as_millis() as u64).query_async(&mut conn).await;
+        if let Err(e) = beat {
+            tracing::debug!("heartbeat: {}", describe(&e));
+        }
+        tokio::time::sleep(ALIVE / 3).await;
     }
 }
 

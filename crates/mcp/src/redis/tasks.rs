@@ -2,13 +2,41 @@
 //!
 //! `{prefix}task:{id}` holds the record (JSON), expiring with the task's lifetime;
 //! `{prefix}tasks:{owner}` is a sorted set of the owner's task ids by creation time, pruned of
-//! expired ids as it is read. Nothing is recovered at start-up: on several nodes a restarting
-//! one cannot tell another's running tasks from its own lost ones.
+//! expired ids as it is read; `{prefix}task-node:{id}` names the node running an unfinished
+//! task. A node that dies leaves its tasks unfinished: the first read of one on another node
+//! (whose heartbeat has lapsed: [`super::ALIVE`]) marks it failed, so that no client polls it
+//! for ever. Nothing is recovered at start-up: a node that restarts gets a new id.
 
 use redis::AsyncCommands;
 
-use super::{describe, Redis};
+use super::{describe, Redis, ALIVE};
+use crate::tasks::store::failed_by_restart;
+use crate::tasks::record::now_ms;
 use crate::tasks::{StoreError, StoreFuture, TaskRecord, TaskStore};
+
+/// What a task whose node died says.
+const ORPHANED: &str = "the server instance running this task stopped; start the work again";
+
+/// The record, and 1 when its unfinished task's node is not alive (one round trip).
+/// KEYS: record, runner. ARGV: this node's id, the prefix of node keys.
+const READ: &str = r"
+local record = redis.call('GET', KEYS[1])
+if not record then return nil end
+local runner = redis.call('GET', KEYS[2])
+if runner and runner ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. runner) == 0 then
+  return {record, 1}
+end
+return {record, 0}
+";
+
+/// Replaces the record if it is still what was read, keeping its expiry, and forgets its
+/// runner. KEYS: record, runner. ARGV: the record as read, the new record.
+const REPLACE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+redis.call('DEL', KEYS[2])
+return 1
+";
 
 /// The most ids of one owner read for one listing.
 const LIST_SCAN: isize = 1_000;
@@ -16,12 +44,19 @@ const LIST_SCAN: isize = 1_000;
 /// Task records on Redis.
 pub struct RedisTaskStore {
     redis: Redis,
+    read: redis::Script,
+    replace: redis::Script,
 }
 
 impl RedisTaskStore {
-    /// Task records in `redis`.
+    /// Task records in `redis`; keeps this node's heartbeat going (call within a tokio runtime).
     pub fn new(redis: Redis) -> Self {
-        RedisTaskStore { redis }
+        redis.keep_alive();
+        RedisTaskStore { redis, read: redis::Script::new(READ), replace: redis::Script::new(REPLACE) }
+    }
+
+    fn runner_key(&self, id: &str) -> String {
+        self.redis.key(&format!("task-node:{id}"))
     }
 
     fn record_key(&self, id: &str) -> String {
@@ -43,11 +78,58 @@ impl RedisTaskStore {
             }
             None => pipe.cmd("SET").arg(&key).arg(json).ignore(),
         };
+        let runner = self.runner_key(&task.id);
         if insert {
             pipe.cmd("ZADD").arg(self.owner_key(&task.owner)).arg(task.created_ms).arg(&task.id).ignore();
+            // The runner, and a heartbeat now: the background one may not have landed yet.
+            pipe.cmd("SET").arg(&runner).arg(self.redis.node()).ignore();
+            if let Some(ttl) = task.ttl_ms {
+                pipe.cmd("PEXPIREAT").arg(&runner).arg(task.created_ms.saturating_add(ttl)).ignore();
+            }
+            let alive = self.redis.node_key(self.redis.node());
+            pipe.cmd("SET").arg(alive).arg(1).arg("PX").arg(ALIVE.as_millis() as u64).ignore();
+        } else if task.status.is_terminal() {
+            pipe.cmd("DEL").arg(&runner).ignore();
         }
         let mut conn = self.redis.conn();
         pipe.query_async::<()>(&mut conn).await.map_err(|e| StoreError::new(describe(&e)))
+    }
+
+    /// The record of task `id`; an unfinished one whose node died is failed first.
+    async fn read(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let (key, runner) = (self.record_key(id), self.runner_key(id));
+        let mut conn = self.redis.conn();
+        let found: Option<(String, i64)> = self
+            .read
+            .key(&key)
+            .key(&runner)
+            .arg(self.redis.node())
+            .arg(self.redis.node_key(""))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| StoreError::new(describe(&e)))?;
+        let Some((json, orphaned)) = found else { return Ok(None) };
+        let record = parse(&json)?;
+        if orphaned == 0 || record.status.is_terminal() {
+            return Ok(Some(record));
+        }
+        let failed = failed_by_restart(record, ORPHANED, now_ms());
+        let new = serde_json::to_string(&failed).map_err(|e| StoreError::new(e.to_string()))?;
+        let replaced: i64 = self
+            .replace
+            .key(&key)
+            .key(&runner)
+            .arg(&json)
+            .arg(&new)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| StoreError::new(describe(&e)))?;
+        if replaced == 1 {
+            return Ok(Some(failed));
+        }
+        // Written meanwhile (by another reader, or by its node after all): what is there now.
+        let json: Option<String> = conn.get(&key).await.map_err(|e| StoreError::new(describe(&e)))?;
+        json.as_deref().map(parse).transpose()
     }
 }
 
@@ -61,12 +143,8 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn get(&self, id: &str) -> StoreFuture<'_, Option<TaskRecord>> {
-        let key = self.record_key(id);
-        Box::pin(async move {
-            let mut conn = self.redis.conn();
-            let json: Option<String> = conn.get(&key).await.map_err(|e| StoreError::new(describe(&e)))?;
-            json.as_deref().map(parse).transpose()
-        })
+        let id = id.to_owned();
+        Box::pin(async move { self.read(&id).await })
     }
 
     fn put(&self, task: TaskRecord) -> StoreFuture<'_, ()> {
@@ -103,8 +181,12 @@ impl TaskStore for RedisTaskStore {
                 match json {
                     None => gone.push(id.clone()),
                     Some(json) => {
-                        let record = parse(&json)?;
+                        let mut record = parse(&json)?;
                         if tool.is_none_or(|t| t == record.tool) && out.len() < limit {
+                            if !record.status.is_terminal() {
+                                // Its node may have died: read it the way tasks/get does.
+                                record = self.read(id).await?.unwrap_or(record);
+                            }
                             out.push(record);
                         }
                     }

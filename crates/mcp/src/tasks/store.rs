@@ -70,7 +70,7 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// The record of an unfinished task whose process ended: failed, with the reason.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "sqlite", feature = "redis")), allow(dead_code))]
 pub(crate) fn failed_by_restart(mut task: TaskRecord, reason: &str, now_ms: u64) -> TaskRecord {
     task.status = TaskStatus::Failed;
     task.status_message = Some(reason.to_owned());
