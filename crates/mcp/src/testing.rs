@@ -133,11 +133,7 @@ impl HttpServer {
     /// `--http 127.0.0.1:0` does) and waits (up to 20 s) for the URL: for a server that needs
     /// its own environment.
     pub fn start_command(command: &mut Command) -> std::io::Result<HttpServer> {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()?;
+        let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
         let stderr = child.stderr.take().expect("piped stderr");
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = mpsc::channel();

@@ -245,7 +245,8 @@ fn nodes_share_a_redis_over_tls() {
         .unwrap()
         .signed_by(&key, &rcgen::Issuer::new(ca_params, ca_key))
         .unwrap();
-    let (ca_path, cert_path, key_path) = (dir.path().join("ca.pem"), dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let (ca_path, cert_path, key_path) =
+        (dir.path().join("ca.pem"), dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&ca_path, ca.pem()).unwrap();
     std::fs::write(&cert_path, cert.pem()).unwrap();
     std::fs::write(&key_path, key.serialize_pem()).unwrap();

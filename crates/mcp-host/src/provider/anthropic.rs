@@ -72,8 +72,9 @@ fn message(m: &Message) -> Value {
 #[derive(Default)]
 struct Assembly {
     text: String,
-    /// Tool calls by content-block index: id, name, partial JSON.
-    calls: BTreeMap<u64, (String, String, String)>,
+    /// Tool calls by content-block index: id, name, partial JSON, and the `input` the block
+    /// opened with (`{}` from the API itself; whole from proxies that send no deltas).
+    calls: BTreeMap<u64, (String, String, String, Value)>,
     stop: Option<Stop>,
     usage: Usage,
 }
@@ -97,7 +98,8 @@ impl Assembly {
                 let block = &data["content_block"];
                 let id = block["id"].as_str().unwrap_or_default().to_owned();
                 let name = block["name"].as_str().unwrap_or_default().to_owned();
-                self.calls.insert(data["index"].as_u64().unwrap_or(0), (id, name, String::new()));
+                let input = block["input"].clone();
+                self.calls.insert(data["index"].as_u64().unwrap_or(0), (id, name, String::new(), input));
             }
             "content_block_delta" => {
                 let delta = &data["delta"];
@@ -136,8 +138,17 @@ impl Assembly {
     }
 
     fn finish(self) -> Result<Turn, ProviderError> {
-        let calls: Vec<(String, String, Value)> =
-            self.calls.into_values().map(|(id, name, json)| (id, name, parse_arguments(&json))).collect();
+        let calls: Vec<(String, String, Value)> = self
+            .calls
+            .into_values()
+            .map(|(id, name, json, opened_with)| {
+                let arguments = match opened_with {
+                    Value::Object(whole) if json.trim().is_empty() && !whole.is_empty() => Value::Object(whole),
+                    _ => parse_arguments(&json),
+                };
+                (id, name, arguments)
+            })
+            .collect();
         let stop =
             self.stop.ok_or_else(|| ProviderError::Transport("the stream ended before the message did".into()))?;
         Ok(Turn { text: self.text, calls, stop, usage: self.usage })
@@ -162,5 +173,44 @@ impl Provider for Anthropic {
 
     fn name(&self) -> &str {
         "anthropic"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(events: &[(&str, Value)]) -> Turn {
+        let mut assembly = Assembly::default();
+        for (kind, data) in events {
+            assembly.on(kind, data, &mut |_| {}).unwrap();
+        }
+        assembly.finish().unwrap()
+    }
+
+    #[test]
+    fn input_comes_from_the_deltas_or_whole_from_the_block() {
+        let turn = assemble(&[
+            (
+                "content_block_start",
+                json!({"index": 0, "content_block": {"type": "tool_use", "id": "a", "name": "p__check", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"iban\": "}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": "\"DE\"}"}}),
+            ),
+            (
+                "content_block_start",
+                json!({"index": 1, "content_block": {"type": "tool_use", "id": "b", "name": "x__sum", "input": {"a": 1}}}),
+            ),
+            ("message_delta", json!({"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}})),
+        ]);
+        assert_eq!(turn.calls[0], ("a".into(), "p__check".into(), json!({"iban": "DE"})));
+        assert_eq!(turn.calls[1], ("b".into(), "x__sum".into(), json!({"a": 1})));
+        assert_eq!(turn.stop, Stop::ToolUse);
     }
 }

@@ -116,6 +116,8 @@ struct Assembly {
     calls: BTreeMap<u64, (String, String, String)>,
     stop: Option<Stop>,
     usage: Usage,
+    /// Whether `data: [DONE]` arrived.
+    done: bool,
 }
 
 impl Assembly {
@@ -136,15 +138,19 @@ impl Assembly {
                 on_text(text);
             }
             for call in delta["tool_calls"].as_array().into_iter().flatten() {
-                let entry = self.calls.entry(call["index"].as_u64().unwrap_or(0)).or_default();
+                let index = self.index_of(call);
+                let entry = self.calls.entry(index).or_default();
                 if let Some(id) = call["id"].as_str() {
                     entry.0 = id.to_owned();
                 }
                 if let Some(name) = call["function"]["name"].as_str() {
                     entry.1.push_str(name);
                 }
-                if let Some(arguments) = call["function"]["arguments"].as_str() {
-                    entry.2.push_str(arguments);
+                match &call["function"]["arguments"] {
+                    Value::String(piece) => entry.2.push_str(piece),
+                    // Some compatible servers send the arguments as an object, whole.
+                    arguments @ Value::Object(_) => entry.2 = arguments.to_string(),
+                    _ => {}
                 }
             }
             if let Some(reason) = choice["finish_reason"].as_str() {
@@ -159,6 +165,20 @@ impl Assembly {
         Ok(())
     }
 
+    /// Which call a `tool_calls` piece belongs to: its `index`; without one (Gemini's compatible
+    /// API sends each call whole, unindexed) the call with the same id, a new call for a new
+    /// id, else the last call.
+    fn index_of(&self, call: &Value) -> u64 {
+        if let Some(index) = call["index"].as_u64() {
+            return index;
+        }
+        let next = self.calls.keys().next_back().map_or(0, |last| last + 1);
+        match call["id"].as_str().filter(|id| !id.is_empty()) {
+            Some(id) => self.calls.iter().find(|(_, c)| c.0 == id).map_or(next, |(index, _)| *index),
+            None => next.saturating_sub(1),
+        }
+    }
+
     fn finish(self) -> Result<Turn, ProviderError> {
         let calls: Vec<(String, String, Value)> = self
             .calls
@@ -168,8 +188,11 @@ impl Assembly {
                 (id, name, parse_arguments(&arguments))
             })
             .collect();
-        let stop =
-            self.stop.ok_or_else(|| ProviderError::Transport("the stream ended without a finish_reason".into()))?;
+        // A server that ends with `[DONE]` but never says why: the calls say it.
+        let inferred = self.done.then(|| if calls.is_empty() { Stop::EndTurn } else { Stop::ToolUse });
+        let stop = self.stop.or(inferred).ok_or_else(|| {
+            ProviderError::Transport("the stream ended without a finish_reason or [DONE]: it was cut off".into())
+        })?;
         Ok(Turn { text: self.text, calls, stop, usage: self.usage })
     }
 }
@@ -182,6 +205,7 @@ impl Provider for OpenAi {
             self.endpoint
                 .stream("/chat/completions", &body, |event| {
                     if event.data.trim() == "[DONE]" {
+                        assembly.done = true;
                         return Ok(());
                     }
                     let chunk: Value = serde_json::from_str(&event.data)
@@ -195,5 +219,78 @@ impl Provider for OpenAi {
 
     fn name(&self) -> &str {
         "openai"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(chunks: &[Value], done: bool) -> Result<Turn, ProviderError> {
+        let mut assembly = Assembly::default();
+        for chunk in chunks {
+            assembly.on(chunk, &mut |_| {})?;
+        }
+        assembly.done = done;
+        assembly.finish()
+    }
+
+    #[test]
+    fn pieces_of_indexed_calls_are_joined() {
+        let turn = assemble(
+            &[
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "p__check", "arguments": "{\"ib"}}]}}]}),
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 1, "id": "b", "function": {"name": "x__echo", "arguments": "{}"}}]}}]}),
+                json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "an\": \"DE\"}"}}]}}]}),
+                json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(turn.calls.len(), 2);
+        assert_eq!(turn.calls[0], ("a".into(), "p__check".into(), json!({"iban": "DE"})));
+        assert_eq!(turn.calls[1].0, "b");
+        assert_eq!(turn.stop, Stop::ToolUse);
+    }
+
+    #[test]
+    fn unindexed_whole_calls_stay_apart_and_object_arguments_are_taken() {
+        let turn = assemble(
+            &[
+                json!({"choices": [{"delta": {"tool_calls": [{"id": "a", "type": "function", "function": {"name": "one", "arguments": {"n": 1}}}]}}]}),
+                json!({"choices": [{"delta": {"tool_calls": [{"id": "b", "type": "function", "function": {"name": "two", "arguments": "{\"n\": 2}"}}]}}]}),
+                // Some servers say "stop" even when they call tools: the calls still run.
+                json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+            ],
+            true,
+        )
+        .unwrap();
+        let names: Vec<&str> = turn.calls.iter().map(|c| c.1.as_str()).collect();
+        assert_eq!(names, ["one", "two"]);
+        assert_eq!(turn.calls[0].2, json!({"n": 1}));
+        assert_eq!(turn.calls[1].2, json!({"n": 2}));
+    }
+
+    #[test]
+    fn done_without_a_finish_reason_is_an_end_but_a_cut_stream_is_an_error() {
+        let text = json!({"choices": [{"delta": {"content": "hi"}}]});
+        assert_eq!(assemble(std::slice::from_ref(&text), true).unwrap().stop, Stop::EndTurn);
+        let call = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "t", "arguments": "{}"}}]}}]});
+        assert_eq!(assemble(&[call], true).unwrap().stop, Stop::ToolUse);
+        let cut = assemble(&[text], false).err().expect("an error");
+        assert!(cut.to_string().contains("cut off"), "{cut}");
+    }
+
+    #[test]
+    fn a_usage_only_chunk_with_no_choices_counts() {
+        let turn = assemble(
+            &[
+                json!({"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}),
+                json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}}),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!((turn.usage.input, turn.usage.output), (12, 3));
     }
 }

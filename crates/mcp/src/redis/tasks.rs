@@ -10,8 +10,8 @@
 use redis::AsyncCommands;
 
 use super::{describe, Redis, ALIVE};
-use crate::tasks::store::failed_by_restart;
 use crate::tasks::record::now_ms;
+use crate::tasks::store::failed_by_restart;
 use crate::tasks::{StoreError, StoreFuture, TaskRecord, TaskStore};
 
 /// What a task whose node died says.
