@@ -117,8 +117,9 @@ impl Fetcher {
         self.send(Method::POST, url, &all, Some(Bytes::from(json.to_string()))).await
     }
 
-    /// POST JSON to `url` and return the answer before its body is read (no redirect is
-    /// followed), with `timeout` for the answer's head only.
+    /// POST JSON to `url` (http or https: whether plain http is acceptable is the caller's
+    /// decision, see [`check_url`]) and return the answer before its body is read (no redirect
+    /// is followed), with `timeout` for the answer's head only.
     pub async fn post_json_streaming(
         &self,
         url: &str,
@@ -126,7 +127,10 @@ impl Fetcher {
         headers: &[(&str, String)],
         timeout: Duration,
     ) -> Result<Streaming, String> {
-        let uri = check_url(url)?;
+        let uri: Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(format!("{url} is not an http(s) URL"));
+        }
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(uri.clone())

@@ -47,15 +47,26 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint at `base_url` sending `headers` (https, or http on loopback only: a key never
-    /// crosses a network in clear).
+    /// An endpoint at `base_url` sending `headers`: https, or plain http to loopback, or to
+    /// any host when no key is sent (a model server on the local network); a key never
+    /// crosses a network in clear.
     pub fn new(
         base_url: &str,
         headers: Vec<(&'static str, String)>,
         ca_files: &[std::path::PathBuf],
     ) -> Result<Endpoint, String> {
         let base_url = base_url.trim_end_matches('/').to_owned();
-        mcp::fetch::check_url(&base_url)?;
+        let uri: http::Uri = base_url.parse().map_err(|e| format!("--base-url {base_url:?} is not a URL: {e}"))?;
+        match (uri.scheme_str(), uri.host()) {
+            (Some("https"), Some(_)) => {}
+            (Some("http"), Some(host)) if headers.is_empty() || mcp::fetch::is_loopback(host) => {}
+            (Some("http"), Some(host)) => {
+                return Err(format!(
+                    "--base-url {base_url} is plain http to {host}: the API key would cross the network in clear; use https (plain http is fine on loopback, or with no key)"
+                ))
+            }
+            _ => return Err(format!("--base-url {base_url} is not an http(s) URL")),
+        }
         let fetcher = Fetcher::new(ca_files).map_err(|e| e.to_string())?;
         Ok(Endpoint { base_url, headers, fetcher, retry: Retry::default() })
     }
@@ -174,5 +185,16 @@ mod tests {
         ));
         assert!(matches!(classify(400, r#"{"error":{"message":"bad tool name"}}"#), ProviderError::BadRequest(_)));
         assert!(matches!(classify(500, "oops"), ProviderError::Transport(_)));
+    }
+
+    #[test]
+    fn a_key_never_goes_over_plain_http_to_another_host() {
+        let key = || vec![("authorization", "Bearer sk-secret".to_owned())];
+        assert!(Endpoint::new("https://api.openai.com/v1", key(), &[]).is_ok());
+        assert!(Endpoint::new("http://127.0.0.1:11434/v1", key(), &[]).is_ok());
+        assert!(Endpoint::new("http://gpu-box.lan:11434/v1", Vec::new(), &[]).is_ok(), "no key: fine");
+        let refused = Endpoint::new("http://gpu-box.lan:11434/v1", key(), &[]).unwrap_err();
+        assert!(refused.contains("in clear") && !refused.contains("sk-secret"), "{refused}");
+        assert!(Endpoint::new("ftp://x/v1", Vec::new(), &[]).is_err());
     }
 }
