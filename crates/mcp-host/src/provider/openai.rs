@@ -189,7 +189,7 @@ impl Assembly {
             })
             .collect();
         // A server that ends with `[DONE]` but never says why: the calls say it.
-        let inferred = self.done.then(|| if calls.is_empty() { Stop::EndTurn } else { Stop::ToolUse });
+        let inferred = self.done.then_some(if calls.is_empty() { Stop::EndTurn } else { Stop::ToolUse });
         let stop = self.stop.or(inferred).ok_or_else(|| {
             ProviderError::Transport("the stream ended without a finish_reason or [DONE]: it was cut off".into())
         })?;
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(assemble(std::slice::from_ref(&text), true).unwrap().stop, Stop::EndTurn);
         let call = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "t", "arguments": "{}"}}]}}]});
         assert_eq!(assemble(&[call], true).unwrap().stop, Stop::ToolUse);
-        let cut = assemble(&[text], false).err().expect("an error");
+        let cut = assemble(&[text], false).expect_err("an error");
         assert!(cut.to_string().contains("cut off"), "{cut}");
     }
 
