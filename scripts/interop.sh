@@ -53,7 +53,7 @@ expect() { # name, expected substring, command
     if out=$("$@" 2>&1) && grep -qF -- "$want" <<<"$out"; then passed=$((passed + 1)); echo "PASS  $name"; else failed=$((failed + 1)); echo "FAIL  $name (wanted $want)"; echo "$out" | tail -n 20; fi
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+wait_port() { for _ in $(seq 200); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "interop: nothing listens on $1 after 20 s" >&2; return 1; }
 
 # mcp → TypeScript server
 expect "mcp lists a TypeScript stdio server's tools" "shout" $mcp tools -- "$node" "$work/ts-server.mjs"
