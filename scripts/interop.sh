@@ -3,8 +3,8 @@
 # @modelcontextprotocol/sdk) and Python SDK (PyPI mcp). `mcp` drives a TypeScript server over
 # stdio and Streamable HTTP, and one that requires OAuth; the TypeScript client drives
 # mcp-example over both, and over HTTPS; both SDKs' clients, holding a bearer token from the
-# test authorization server, call a protected paypedia; the TypeScript client and `mcp` on three
-# mcp-example nodes behind nginx. Installs Node 22, the SDKs and the authorization server when
+# test authorization server, call a protected paypedia; the TypeScript and Python clients and
+# `mcp` on three mcp-example nodes behind nginx. Installs Node 22, the SDKs and the authorization server when
 # needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -130,6 +130,7 @@ unset MCP_AUTH_FILE
 url=$(bash deploy/cluster/run.sh start "$work/cluster" "$example" 0)
 expect "the TypeScript client keeps a session, a subscription and an elicitation across a cluster behind nginx" "OK" \
     "$node" "$work/ts-cluster-client.mjs" "$url"
+expect "and so does the Python client" "OK" "$python" -W ignore tests/interop/py-cluster-client.py "$url"
 expect "mcp (legacy sessions) calls through the cluster" "42" $mcp --url "$url" --legacy call sum a=40 b=2
 expect "and again, on other nodes" "from mcp" $mcp --url "$url" --legacy call echo "text=from mcp"
 expect "mcp (2026-07-28, stateless) calls through the cluster" "from mcp" $mcp --url "$url" call echo "text=from mcp"
