@@ -11,7 +11,8 @@ ALPHA=${CONFORMANCE_ALPHA_VERSION:-0.2.0-alpha.12}
 export CONFORMANCE_CACHE=${CONFORMANCE_CACHE:-/tmp/mcp-conformance-cache}
 export CONFORMANCE_STRICT=1
 
-cargo build --locked -q -p mcp-server-conformance
+# The same package set as interop.sh: one feature unification, one build of the shared crates.
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port/mcp"
 ./target/debug/mcp-server-conformance --http "127.0.0.1:$port" 2>/tmp/mcp-server-conformance.log &
@@ -44,7 +45,6 @@ CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-ser
 # is excused: 0.1.16's auth/2025-03-26-oauth-metadata-backcompat, whose mock serves metadata
 # naming another issuer (fixed upstream in conformance #359); our client refuses it, as the spec
 # says it must.
-cargo build --locked -q -p mcp-stack-cli --bin mcp-client-conformance
 client_bin="$PWD/target/debug/mcp-client-conformance"
 client_failed=0
 client_passed=0

