@@ -6,7 +6,10 @@ import asyncio
 import sys
 
 from mcp import ClientSession, types
-from mcp.client.streamable_http import streamable_http_client
+try:
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError:  # before 2.0
+    from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
 
 URI = "example://about"
 
