@@ -103,6 +103,38 @@ fn a_task_created_on_one_node_is_polled_and_cancelled_through_the_others() {
     assert!(task_status(c, "no-such-task")["error"].is_object());
 }
 
+/// `--max-jobs-per-account` holds across the nodes, not per node; the places of a node that
+/// died stop counting once its heartbeat lapses.
+#[test]
+fn the_per_account_cap_counts_across_nodes() {
+    let redis = RedisServer::start().expect("redis-server");
+    let mut n = nodes(&redis.url(), &["--max-jobs-per-account", "2"]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+    let start = |port: u16, ms: u64| {
+        post(port, "tools/call", json!({"name": "countdown", "arguments": {"ms": ms}}), tasks_caps()).1
+    };
+    assert_eq!(start(a, 30000)["result"]["resultType"], "task");
+    assert_eq!(start(b, 2000)["result"]["resultType"], "task");
+    let refused = start(c, 2000);
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(refused["result"]["isError"] == true && text.contains("the limit is 2"), "C counts A's and B's: {refused}");
+
+    std::thread::sleep(Duration::from_millis(2500)); // B's task is over: its place is free again
+    assert_eq!(start(c, 30000)["result"]["resultType"], "task", "a place freed on B is free on C");
+    assert_eq!(start(b, 2000)["result"]["isError"], true, "A and C hold both places");
+
+    drop(n.remove(0)); // A dies with its place
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let answer = start(b, 300);
+        if answer["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "A's place never lapsed: {answer}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// A node killed while it runs a task: read through another node, the task is failed, saying
 /// why, instead of `working` for ever; while its node lives, a long task is left alone.
 #[test]

@@ -76,7 +76,8 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM)
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
-    /// Tasks (and jobs) one account may run at once; past it a call is told when to retry
+    /// Tasks (and jobs) one account may run at once (on all instances together with --store
+    /// redis://...); past it a call is told when to retry
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
     pub max_jobs_per_account: u64,
     /// Where the state several instances share lives: `memory` (the default: one process) or

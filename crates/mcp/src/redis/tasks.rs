@@ -5,14 +5,16 @@
 //! expired ids as it is read; `{prefix}task-node:{id}` names the node running an unfinished
 //! task. A node that dies leaves its tasks unfinished: the first read of one on another node
 //! (whose heartbeat has lapsed: [`super::ALIVE`]) marks it failed, so that no client polls it
-//! for ever. Nothing is recovered at start-up: a node that restarts gets a new id.
+//! for ever. `{prefix}places:{account}` holds the places an account's running tasks take under
+//! its cap, as `node|id`, so that the cap holds across nodes; places of dead nodes are dropped
+//! as the set is counted. Nothing is recovered at start-up: a node that restarts gets a new id.
 
 use redis::AsyncCommands;
 
 use super::{describe, Redis, ALIVE};
 use crate::tasks::record::now_ms;
 use crate::tasks::store::failed_by_restart;
-use crate::tasks::{StoreError, StoreFuture, TaskRecord, TaskStore};
+use crate::tasks::{Place, StoreError, StoreFuture, TaskRecord, TaskStore};
 
 /// What a task whose node died says.
 const ORPHANED: &str = "the server instance running this task stopped; start the work again";
@@ -38,6 +40,27 @@ redis.call('DEL', KEYS[2])
 return 1
 ";
 
+/// Takes a place under an account's cap, counting only places of live nodes (the others are
+/// dropped), and renews this node's heartbeat. Returns -1 when granted, else how many run.
+/// KEYS: the account's places. ARGV: limit, the place (`node|id`), the prefix of node keys,
+/// this node's id, how long a heartbeat lasts (ms).
+const TAKE_PLACE: &str = r"
+redis.call('SET', ARGV[3] .. ARGV[4], 1, 'PX', ARGV[5])
+local live = 0
+for _, place in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local node = string.match(place, '^(.-)|')
+  if node and redis.call('EXISTS', ARGV[3] .. node) == 1 then
+    live = live + 1
+  else
+    redis.call('SREM', KEYS[1], place)
+  end
+end
+if live >= tonumber(ARGV[1]) then return live end
+redis.call('SADD', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], 86400000) -- an account gone quiet leaves nothing behind
+return -1
+";
+
 /// The most ids of one owner read for one listing.
 const LIST_SCAN: isize = 1_000;
 
@@ -46,13 +69,27 @@ pub struct RedisTaskStore {
     redis: Redis,
     read: redis::Script,
     replace: redis::Script,
+    take_place: redis::Script,
 }
 
 impl RedisTaskStore {
     /// Task records in `redis`; keeps this node's heartbeat going (call within a tokio runtime).
     pub fn new(redis: Redis) -> Self {
         redis.keep_alive();
-        RedisTaskStore { redis, read: redis::Script::new(READ), replace: redis::Script::new(REPLACE) }
+        RedisTaskStore {
+            redis,
+            read: redis::Script::new(READ),
+            replace: redis::Script::new(REPLACE),
+            take_place: redis::Script::new(TAKE_PLACE),
+        }
+    }
+
+    fn places_key(&self, account: &str) -> String {
+        self.redis.key(&format!("places:{account}"))
+    }
+
+    fn place_member(&self, place: &str) -> String {
+        format!("{}|{place}", self.redis.node())
     }
 
     fn runner_key(&self, id: &str) -> String {
@@ -210,5 +247,32 @@ impl TaskStore for RedisTaskStore {
 
     fn is_shared(&self) -> bool {
         true
+    }
+
+    fn take_place(&self, account: &str, place: &str, limit: usize) -> StoreFuture<'_, Place> {
+        let (key, member) = (self.places_key(account), self.place_member(place));
+        Box::pin(async move {
+            let mut conn = self.redis.conn();
+            let running: i64 = self
+                .take_place
+                .key(&key)
+                .arg(limit)
+                .arg(&member)
+                .arg(self.redis.node_key(""))
+                .arg(self.redis.node())
+                .arg(ALIVE.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| StoreError::new(describe(&e)))?;
+            Ok(if running < 0 { Place::Granted } else { Place::Full(running as usize) })
+        })
+    }
+
+    fn give_back(&self, account: &str, place: &str) -> StoreFuture<'_, ()> {
+        let (key, member) = (self.places_key(account), self.place_member(place));
+        Box::pin(async move {
+            let mut conn = self.redis.conn();
+            conn.srem::<_, _, i64>(&key, &member).await.map(drop).map_err(|e| StoreError::new(describe(&e)))
+        })
     }
 }

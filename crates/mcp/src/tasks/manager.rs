@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{now_ms, Outcome, TaskForm, TaskRecord};
-use super::store::{StoreError, TaskStore};
+use super::store::{Place, StoreError, TaskStore};
 use super::TaskConfig;
 use crate::engine::session::Session;
 
@@ -62,11 +62,14 @@ struct LiveState {
 pub(crate) struct Slot {
     account: String,
     manager: Weak<TaskManager>,
+    /// On a shared store: the place taken there, given back in the background.
+    shared: Option<String>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Some(manager) = self.manager.upgrade() {
+        let Some(manager) = self.manager.upgrade() else { return };
+        {
             let mut slots = manager.slots.lock().unwrap();
             if let Some(n) = slots.get_mut(&self.account) {
                 *n -= 1;
@@ -75,6 +78,13 @@ impl Drop for Slot {
                 }
             }
         }
+        let (Some(place), Ok(runtime)) = (self.shared.take(), tokio::runtime::Handle::try_current()) else { return };
+        let account = std::mem::take(&mut self.account);
+        runtime.spawn(async move {
+            if let Err(e) = manager.store.give_back(&account, &place).await {
+                tracing::warn!("a task place was not given back (it lapses with this node): {e}");
+            }
+        });
     }
 }
 
@@ -107,17 +117,34 @@ impl TaskManager {
         self.changes.subscribe()
     }
 
-    /// Takes a place under `account`'s cap, or says why not.
-    pub fn reserve(self: &Arc<Self>, account: &str) -> Result<Slot, Busy> {
+    /// Takes a place under `account`'s cap, or says why not: counted here, and on a shared
+    /// store across every process. A shared store that cannot be reached does not stop the
+    /// call (a task it would become reports the store's failure itself).
+    pub async fn reserve(self: &Arc<Self>, account: &str) -> Result<Slot, Busy> {
         let limit = self.config.max_per_account;
-        let mut slots = self.slots.lock().unwrap();
-        let running = slots.get(account).copied().unwrap_or(0);
-        if running >= limit {
-            drop(slots);
-            return Err(Busy { running, limit, retry_after: self.soonest_end(account) });
+        let mut slot = {
+            let mut slots = self.slots.lock().unwrap();
+            let running = slots.get(account).copied().unwrap_or(0);
+            if running >= limit {
+                drop(slots);
+                return Err(Busy { running, limit, retry_after: self.soonest_end(account) });
+            }
+            slots.insert(account.to_owned(), running + 1);
+            Slot { account: account.to_owned(), manager: Arc::downgrade(self), shared: None }
+        };
+        if !self.store.is_shared() {
+            return Ok(slot);
         }
-        slots.insert(account.to_owned(), running + 1);
-        Ok(Slot { account: account.to_owned(), manager: Arc::downgrade(self) })
+        let place = crate::tasks::record::new_id();
+        match self.store.take_place(account, &place, limit).await {
+            Ok(Place::Granted) => slot.shared = Some(place),
+            Ok(Place::Full(running)) => {
+                drop(slot);
+                return Err(Busy { running, limit, retry_after: self.soonest_end(account) });
+            }
+            Err(e) => tracing::warn!("the account's cap is counted on this node only for now: {e}"),
+        }
+        Ok(slot)
     }
 
     /// When the first of `account`'s running tasks is expected to end, from their progress.

@@ -37,7 +37,7 @@ use std::time::Duration;
 pub use record::{Outcome, TaskForm, TaskRecord};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use store::{MemoryStore, StoreError, StoreFuture, TaskStore};
+pub use store::{MemoryStore, Place, StoreError, StoreFuture, TaskStore};
 
 use crate::server::RequestContext;
 

@@ -91,7 +91,7 @@ pub(crate) async fn start(
     mode: Mode,
 ) -> Result<Started, ErrorObject> {
     let account = account_of(cx);
-    let slot = match manager.reserve(&account) {
+    let slot = match manager.reserve(&account).await {
         Ok(slot) => slot,
         Err(busy) => return busy_answer(manager, &tool.name, &account, mode, &busy).await,
     };

@@ -2,7 +2,8 @@
 //!
 //! A store keeps records only; running work, its cancellation and its waiting questions stay in
 //! the process that runs it (the task manager). The SQLite store (feature `sqlite`) keeps records
-//! across restarts; a store for several instances implements the same six methods.
+//! across restarts; a store shared by several instances (Redis) implements the same trait, and
+//! also counts the places under each account's cap across them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,6 +39,15 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// Whether a place under an account's cap was free (see [`TaskStore::take_place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// It is taken, for this process.
+    Granted,
+    /// The account already has this many running, across every process.
+    Full(usize),
+}
+
 /// Task records, by id.
 pub trait TaskStore: Send + Sync + 'static {
     /// Adds a new task; when this returns, a `get` of its id anywhere finds it.
@@ -66,6 +76,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// that landed there).
     fn is_shared(&self) -> bool {
         false
+    }
+    /// On a shared store: takes place `place` among the `limit` that `account` may hold across
+    /// every process sharing the store (places of processes that died do not count). A store
+    /// of one process grants it: the task manager counts its own places.
+    fn take_place(&self, _account: &str, _place: &str, _limit: usize) -> StoreFuture<'_, Place> {
+        ready(Ok(Place::Granted))
+    }
+    /// Gives back a place that [`TaskStore::take_place`] granted.
+    fn give_back(&self, _account: &str, _place: &str) -> StoreFuture<'_, ()> {
+        ready(Ok(()))
     }
 }
 
