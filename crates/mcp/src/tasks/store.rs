@@ -1,6 +1,6 @@
 //! Where task records live: a small trait, and the in-memory store that is the default.
 //!
-//! A store keeps records only; running work, its cancellation and its waiting questions stay in
+//! A store keeps records; running work, its cancellation and its waiting questions stay in
 //! the process that runs it (the task manager). The SQLite store (feature `sqlite`) keeps records
 //! across restarts; a store shared by several instances (Redis) implements the same trait, and
 //! also counts the places under each account's cap across them.
