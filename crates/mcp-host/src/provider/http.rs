@@ -156,6 +156,9 @@ pub(crate) fn classify(status: u16, text: &str) -> ProviderError {
         529 | 503 => ProviderError::Overloaded(format!("HTTP {status}: {message}")),
         _ if lower.contains("overloaded") => ProviderError::Overloaded(format!("HTTP {status}: {message}")),
         400 | 413 if too_long => ProviderError::ContextTooLong(message),
+        404 => ProviderError::BadRequest(format!(
+            "HTTP 404: {message} (check --base-url: OpenAI-compatible servers usually end in /v1; and --model)"
+        )),
         400..=499 => ProviderError::BadRequest(format!("HTTP {status}: {message}")),
         _ => ProviderError::Transport(format!("HTTP {status}: {message}")),
     }
@@ -185,6 +188,9 @@ mod tests {
         ));
         assert!(matches!(classify(400, r#"{"error":{"message":"bad tool name"}}"#), ProviderError::BadRequest(_)));
         assert!(matches!(classify(500, "oops"), ProviderError::Transport(_)));
+        assert!(
+            matches!(classify(404, "404 page not found"), ProviderError::BadRequest(m) if m.contains("--base-url"))
+        );
     }
 
     #[test]
