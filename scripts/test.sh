@@ -42,5 +42,6 @@ bash scripts/interop.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"
-    cargo test --locked -p mcp-stack --test fuzz -- --nocapture
+    # --workspace, as above: the same feature unification, so nothing is compiled again.
+    cargo test --workspace --locked --test fuzz -- --nocapture
 fi
