@@ -37,7 +37,7 @@ env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 log "official conformance suite: mcp-server-conformance (server) and mcp-client-conformance (client)"
 bash scripts/conformance.sh
 
-log "interoperability with the official TypeScript SDK"
+log "interoperability with the official TypeScript and Python SDKs"
 bash scripts/interop.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
