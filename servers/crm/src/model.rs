@@ -192,6 +192,16 @@ pub fn customer_uri(id: i64) -> String {
     format!("crm://customers/{id}")
 }
 
+/// The URI of customer `id`'s interactions.
+pub fn customer_interactions_uri(id: i64) -> String {
+    format!("{}/interactions", customer_uri(id))
+}
+
+/// A text column that may be empty or NULL when unknown: `None` for both.
+pub fn known(text: Option<String>) -> Option<String> {
+    text.filter(|s| !s.is_empty())
+}
+
 /// The interaction URI of `id`.
 pub fn interaction_uri(id: i64) -> String {
     format!("crm://interactions/{id}")
@@ -215,7 +225,7 @@ impl CustomerHit {
         CustomerHit {
             id,
             name,
-            name_kana: Some(name_kana).filter(|k| !k.is_empty()),
+            name_kana: known(Some(name_kana)),
             email,
             company,
             matched: Match::from_rank(rank),

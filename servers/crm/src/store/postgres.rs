@@ -304,7 +304,7 @@ impl PgStore {
     pub async fn customer(&self, id: i64) -> Result<Option<Customer>, StoreError> {
         let rows = self.query(CUSTOMER, &[&id]).await?;
         Ok(rows.first().map(|r| {
-            let text = |i: usize| r.get::<_, Option<String>>(i).filter(|s| !s.is_empty());
+            let text = |i: usize| model::known(r.get(i));
             Customer {
                 id: r.get(0),
                 name: r.get(1),
@@ -318,7 +318,7 @@ impl PgStore {
                 company: r.get::<_, Option<i64>>(9).map(|cid| Company { id: cid, name: r.get(10), domain: r.get(11) }),
                 interaction_count: r.get(12),
                 last_interaction_at: r.get(13),
-                interactions_uri: format!("{}/interactions", model::customer_uri(id)),
+                interactions_uri: model::customer_interactions_uri(id),
             }
         }))
     }

@@ -311,9 +311,7 @@ impl SqliteStore {
             conn.prepare_cached(sql)?
                 .query_row([id], |r| {
                     let company_id: Option<i64> = r.get(9)?;
-                    let text = |i: usize| -> rusqlite::Result<Option<String>> {
-                        Ok(r.get::<_, Option<String>>(i)?.filter(|s| !s.is_empty()))
-                    };
+                    let text = |i: usize| -> rusqlite::Result<Option<String>> { Ok(model::known(r.get(i)?)) };
                     Ok(Customer {
                         id: r.get(0)?,
                         name: r.get(1)?,
@@ -330,7 +328,7 @@ impl SqliteStore {
                         },
                         interaction_count: r.get(12)?,
                         last_interaction_at: r.get(13)?,
-                        interactions_uri: format!("{}/interactions", model::customer_uri(id)),
+                        interactions_uri: model::customer_interactions_uri(id),
                     })
                 })
                 .optional()
