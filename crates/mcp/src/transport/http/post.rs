@@ -52,13 +52,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     let session = match header(&parts.headers, SESSION) {
         Some(id) => match find_session(&shared, id, owner.as_deref()).await {
             Ok(Some(s)) => Some(s),
-            Ok(None) => {
-                return rpc_error(
-                    StatusCode::NOT_FOUND,
-                    None,
-                    ErrorObject::invalid_request("Session not found: initialize again"),
-                )
-            }
+            Ok(None) => return session_not_found(),
             Err(unavailable) => return unavailable,
         },
         None => None,
@@ -436,6 +430,11 @@ fn unavailable_for(id: Option<RequestId>, message: String) -> Response<Body> {
     rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, e)
 }
 
+/// 404: the legacy session is not (or no longer) known; the client initializes again.
+fn session_not_found() -> Response<Body> {
+    rpc_error(StatusCode::NOT_FOUND, None, ErrorObject::invalid_request("Session not found: initialize again"))
+}
+
 /// The session `id` of `owner`: this node's copy, checked against (or rebuilt from) the shared
 /// directory when there is one, in one round trip when the copy is current. `Err` is the
 /// response to send when the directory cannot be reached.
@@ -696,13 +695,7 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     };
     let session = match find_session(&shared, id, caller.as_ref().map(Identity::account).as_deref()).await {
         Ok(Some(session)) => session,
-        Ok(None) => {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                None,
-                ErrorObject::invalid_request("Session not found: initialize again"),
-            )
-        }
+        Ok(None) => return session_not_found(),
         Err(unavailable) => return unavailable,
     };
     if let Some(last) = header(&parts.headers, "last-event-id") {
