@@ -216,18 +216,21 @@ impl RedisServer {
 
     /// Starts one that requires `password` (`requirepass`), when given.
     pub fn start_with_password(password: Option<&str>) -> std::io::Result<RedisServer> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut server = RedisServer { child: None, port, password: password.map(str::to_owned), tls: None };
-        server.spawn()?;
-        Ok(server)
+        RedisServer::launch(password.map(str::to_owned), None)
     }
 
     /// Starts one that speaks only TLS (`rediss://`), with the server certificate and key in
     /// the PEM files `cert` and `key` (it asks clients for no certificate).
     pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> std::io::Result<RedisServer> {
+        RedisServer::launch(None, Some((cert.to_owned(), key.to_owned())))
+    }
+
+    fn launch(
+        password: Option<String>,
+        tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    ) -> std::io::Result<RedisServer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let tls = Some((cert.to_owned(), key.to_owned()));
-        let mut server = RedisServer { child: None, port, password: None, tls };
+        let mut server = RedisServer { child: None, port, password, tls };
         server.spawn()?;
         Ok(server)
     }

@@ -118,14 +118,14 @@ impl RedisTaskStore {
         let runner = self.runner_key(&task.id);
         if insert {
             pipe.cmd("ZADD").arg(self.owner_key(&task.owner)).arg(task.created_ms).arg(&task.id).ignore();
-            // The runner, and a heartbeat now: the background one may not have landed yet.
+        }
+        if insert && !task.status.is_terminal() {
+            // The runner. Its heartbeat is fresh: taking the task's place renewed it.
             pipe.cmd("SET").arg(&runner).arg(self.redis.node()).ignore();
             if let Some(ttl) = task.ttl_ms {
                 pipe.cmd("PEXPIREAT").arg(&runner).arg(task.created_ms.saturating_add(ttl)).ignore();
             }
-            let alive = self.redis.node_key(self.redis.node());
-            pipe.cmd("SET").arg(alive).arg(1).arg("PX").arg(ALIVE.as_millis() as u64).ignore();
-        } else if task.status.is_terminal() {
+        } else if !insert && task.status.is_terminal() {
             pipe.cmd("DEL").arg(&runner).ignore();
         }
         let mut conn = self.redis.conn();
