@@ -334,8 +334,14 @@ impl Connection {
     }
 
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {
+        if method == "notifications/roots/list_changed" {
+            if let Some(session) = &self.session {
+                session.roots_changed();
+            }
+            return;
+        }
         if method != "notifications/cancelled" {
-            return; // initialized, roots/list_changed, unknown: nothing to answer
+            return; // initialized, unknown: nothing to answer
         }
         let Some(Ok(params)) = params.map(|p| serde_json::from_str::<CancelledParams>(p.get())) else {
             return;

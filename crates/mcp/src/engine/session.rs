@@ -4,11 +4,12 @@
 //! 2026-07-28 requests have no session: everything they need is in their own `_meta`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
 use mcp_types::logging::LoggingLevel;
+use mcp_types::roots::ListRootsResult;
 use mcp_types::{ErrorObject, RequestId};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -34,6 +35,10 @@ pub struct Session {
     subscriptions: Mutex<HashSet<String>>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     next_id: AtomicI64,
+    /// The client's roots as last listed, with the generation they were asked in.
+    roots: Mutex<Option<(u64, Arc<ListRootsResult>)>>,
+    /// Bumped by every `notifications/roots/list_changed`.
+    roots_generation: AtomicU64,
 }
 
 impl Session {
@@ -48,6 +53,8 @@ impl Session {
             subscriptions: Mutex::new(HashSet::new()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
+            roots: Mutex::new(None),
+            roots_generation: AtomicU64::new(0),
         }
     }
 
@@ -85,6 +92,29 @@ impl Session {
     /// Whether a request this session sent to the client awaits answer `id`.
     pub fn is_pending(&self, id: &RequestId) -> bool {
         self.pending.lock().unwrap().contains_key(id)
+    }
+
+    /// The client said its roots changed: the listed ones are stale.
+    pub fn roots_changed(&self) {
+        self.roots_generation.fetch_add(1, Ordering::AcqRel);
+        *self.roots.lock().unwrap() = None;
+    }
+
+    /// The roots listed since the last change, if any, and the generation to ask in otherwise.
+    pub(crate) fn cached_roots(&self) -> Result<Arc<ListRootsResult>, u64> {
+        let generation = self.roots_generation.load(Ordering::Acquire);
+        match &*self.roots.lock().unwrap() {
+            Some((asked_in, roots)) if *asked_in == generation => Ok(roots.clone()),
+            _ => Err(generation),
+        }
+    }
+
+    /// Keeps roots listed in `generation`, unless a change came in since.
+    pub(crate) fn keep_roots(&self, generation: u64, roots: Arc<ListRootsResult>) {
+        let mut cached = self.roots.lock().unwrap();
+        if self.roots_generation.load(Ordering::Acquire) == generation {
+            *cached = Some((generation, roots));
+        }
     }
 
     /// Every subscribed URI.

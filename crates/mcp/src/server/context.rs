@@ -396,6 +396,23 @@ impl RequestContext {
         self.ask("roots/list", "roots", json!({})).await
     }
 
+    /// The client's roots, listed once per legacy session and again after the client sends
+    /// `notifications/roots/list_changed`. A 2026-07-28 request has no session: its roots come
+    /// with the request (asked with `input_required` as [`roots`](Self::roots) does).
+    pub async fn roots_cached(&self) -> Result<Arc<ListRootsResult>, ToolError> {
+        let Some(session) = self.session().cloned() else {
+            return Ok(Arc::new(self.roots().await?));
+        };
+        match session.cached_roots() {
+            Ok(roots) => Ok(roots),
+            Err(generation) => {
+                let roots = Arc::new(self.roots().await?);
+                session.keep_roots(generation, roots.clone());
+                Ok(roots)
+            }
+        }
+    }
+
     /// The client must have declared the capability a question needs (-32021 otherwise).
     fn check_capability(&self, method: &str, params: &Value) -> Result<(), ToolError> {
         let caps = self.client_capabilities();

@@ -451,8 +451,11 @@ impl Router {
         };
         if !on {
             session.unsubscribe(&p.uri);
-        } else if !session.subscribe(p.uri, self.inner.config.max_subscriptions) {
+        } else if !session.subscribe(p.uri.clone(), self.inner.config.max_subscriptions) {
             return Err(ErrorObject::invalid_params("too many resource subscriptions on this session"));
+        }
+        if let Some(hook) = self.inner.on_subscribe.get() {
+            hook(&p.uri, on);
         }
         Ok(json!({}))
     }

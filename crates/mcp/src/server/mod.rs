@@ -82,7 +82,13 @@ pub(crate) struct Inner {
     pub scopes: RwLock<crate::auth::scopes::ScopeRules>,
     /// The middleware layers, outermost first.
     pub middleware: RwLock<Arc<[Arc<dyn crate::middleware::Middleware>]>>,
+    /// Told of every `resources/subscribe` and `resources/unsubscribe` (a server that watches).
+    pub on_subscribe: OnceLock<SubscribeHook>,
 }
+
+/// What [`Router::on_subscribe`] is given: the URI, and whether it is subscribed (`true`) or
+/// unsubscribed (`false`).
+pub type SubscribeHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
 
 /// Settings fixed before serving.
 pub(crate) struct Config {
@@ -142,6 +148,7 @@ impl Router {
                 task_settings: OnceLock::new(),
                 scopes: RwLock::new(Default::default()),
                 middleware: RwLock::new(Arc::new([])),
+                on_subscribe: OnceLock::new(),
             }),
         }
     }
@@ -455,6 +462,15 @@ impl Router {
         handler: impl CompletionHandler,
     ) -> Self {
         self.inner.completers.write().unwrap().add_resource(uri_template, variable, handler);
+        self
+    }
+
+    /// Calls `hook` on every `resources/subscribe` (`true`) and `resources/unsubscribe`
+    /// (`false`) a client sends, so that the server can start or stop watching the URI; the
+    /// updates themselves go out through [`notify_resource_updated`](Self::notify_resource_updated).
+    /// Set once; a second call is ignored.
+    pub fn on_subscribe(self, hook: impl Fn(&str, bool) + Send + Sync + 'static) -> Self {
+        let _ = self.inner.on_subscribe.set(Arc::new(hook));
         self
     }
 

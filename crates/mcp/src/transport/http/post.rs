@@ -90,6 +90,10 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         Ok(MessageKind::Notification { method, params }) => {
             if method == "notifications/cancelled" {
                 cancel(&shared, session.as_deref(), params);
+            } else if method == "notifications/roots/list_changed" {
+                if let Some(s) = &session {
+                    s.session.roots_changed();
+                }
             }
             accepted()
         }
@@ -672,6 +676,8 @@ async fn batch(
         } else if let MessageKind::Notification { method, params } = kind {
             if method == "notifications/cancelled" {
                 cancel(&shared, Some(&session), params);
+            } else if method == "notifications/roots/list_changed" {
+                session.session.roots_changed();
             }
         } else {
             resolve(&shared, &session, kind);
