@@ -300,6 +300,6 @@ mod tests {
         assert_eq!(format_size(1536), "1.50 KB");
         assert_eq!(format_size(5 << 20), "5.00 MB");
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_796_169_600), "2026-12-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_083_200), "2026-12-01T00:00:00Z");
     }
 }
