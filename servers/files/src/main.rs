@@ -22,7 +22,7 @@ use mcp::cli::ServeArgs;
 /// refuses `..`, absolute paths and symbolic links that lead out. Without directories it serves
 /// the client's roots; with them, client roots may only narrow them. Serves MCP on stdio unless
 /// --http is given.
-#[derive(Parser, Default)]
+#[derive(Parser)]
 #[command(name = "files-mcp", version)]
 struct Cli {
     /// The directories to serve
@@ -49,6 +49,23 @@ struct Cli {
     max_walk_entries: usize,
     #[command(flatten)]
     serve: ServeArgs,
+}
+
+/// Without arguments `mcp::cli::parse` runs no parser: the defaults must be clap's.
+impl Default for Cli {
+    fn default() -> Self {
+        let limits = Limits::default();
+        Cli {
+            dirs: Vec::new(),
+            read_only: false,
+            follow_symlinks_inside: false,
+            allow_hard_links: false,
+            max_file_bytes: limits.max_file_bytes,
+            max_result_bytes: limits.max_result_bytes,
+            max_walk_entries: limits.max_walk_entries,
+            serve: ServeArgs::default(),
+        }
+    }
 }
 
 fn open_roots(dirs: &[PathBuf]) -> Result<Vec<Arc<Root>>, String> {
