@@ -31,6 +31,13 @@ if [ ! -d "$fixture/node_modules/oidc-provider" ] || [ "$fixture/package-lock.js
     npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
 fi
 
+# The reference filesystem server, which files-mcp's comparison tests run beside ours.
+fixture=tests/fixtures/files-reference
+if [ ! -d "$fixture/node_modules/@modelcontextprotocol/server-filesystem" ] || [ "$fixture/package-lock.json" -nt "$fixture/node_modules" ]; then
+    log "installing the reference filesystem server (npm ci in $fixture)"
+    npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
+fi
+
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 

@@ -135,9 +135,15 @@ impl App {
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => {}
             FileType::Directory => {
-                return Err(ToolError::new(format!("{shown} is a directory: list_directory or directory_tree lists it")))
+                return Err(ToolError::new(format!(
+                    "{shown} is a directory: list_directory or directory_tree lists it"
+                )))
             }
-            _ => return Err(ToolError::new(format!("{shown} is not a regular file (a FIFO, socket or device): not read"))),
+            _ => {
+                return Err(ToolError::new(format!(
+                    "{shown} is not a regular file (a FIFO, socket or device): not read"
+                )))
+            }
         }
         if st.st_nlink > 1 && !self.allow_hard_links {
             return Err(ToolError::new(format!(
@@ -204,14 +210,9 @@ impl App {
             _ => Mode::from_raw_mode(0o644),
         };
         let tmp = temp_name(name);
-        let file = open_beneath_mode(
-            dir.as_fd(),
-            &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
-            mode,
-            self.policy,
-        )
-        .map_err(|e| self.fail(&e, at))?;
+        let file =
+            open_beneath_mode(dir.as_fd(), &tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, mode, self.policy)
+                .map_err(|e| self.fail(&e, at))?;
         let file = File::from(file);
         let written = rustix::fs::fchmod(&file, mode)
             .map_err(io::Error::from)

@@ -92,10 +92,12 @@ async fn main() -> ExitCode {
     let probe_dir = roots.first().map(|r| r.fd());
     let resolver = match probe_dir {
         Some(fd) => Resolver::detect(fd),
-        None => match rustix::fs::openat(rustix::fs::CWD, "/", rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()) {
-            Ok(fd) => Resolver::detect(std::os::fd::AsFd::as_fd(&fd)),
-            Err(_) => Resolver::Walk,
-        },
+        None => {
+            match rustix::fs::openat(rustix::fs::CWD, "/", rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()) {
+                Ok(fd) => Resolver::detect(std::os::fd::AsFd::as_fd(&fd)),
+                Err(_) => Resolver::Walk,
+            }
+        }
     };
     let policy = Policy { resolver, follow_symlinks: cli.follow_symlinks_inside };
     let limits = Limits {

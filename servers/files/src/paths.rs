@@ -66,7 +66,9 @@ pub fn locate(roots: &[Arc<Root>], input: &str) -> Result<Located, String> {
     }
     let bytes = input.as_bytes();
     if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
-        return Err(format!("{input:?} is a Windows path; this server's paths start with / (see list_allowed_directories)"));
+        return Err(format!(
+            "{input:?} is a Windows path; this server's paths start with / (see list_allowed_directories)"
+        ));
     }
     let Some(first) = roots.first() else {
         return Err(no_roots());

@@ -61,7 +61,9 @@ impl Roots {
             Ok(listed) => listed,
             Err(e) if e.is_input_required() => return Err(e),
             Err(e) if configured => {
-                tracing_note(&format!("the client's roots could not be listed ({e:?}); the configured directories apply"));
+                tracing_note(&format!(
+                    "the client's roots could not be listed ({e:?}); the configured directories apply"
+                ));
                 return Ok(self.configured.clone());
             }
             Err(e) => return Err(e),
@@ -72,7 +74,7 @@ impl Roots {
                 return Ok(self.remember(allowed.clone()));
             }
         }
-        let allowed = Arc::new(self.from_client(&listed.roots)?);
+        let allowed = Arc::new(self.narrow_to_client(&listed.roots)?);
         *self.cache.lock().unwrap() = Some((key, allowed.clone()));
         Ok(self.remember(allowed))
     }
@@ -82,7 +84,7 @@ impl Roots {
         allowed
     }
 
-    fn from_client(&self, offered: &[ClientRoot]) -> Result<Allowed, ToolError> {
+    fn narrow_to_client(&self, offered: &[ClientRoot]) -> Result<Allowed, ToolError> {
         let mut roots = Vec::new();
         let mut notes = Vec::new();
         for root in offered {
@@ -120,8 +122,9 @@ impl Roots {
         let located = locate(&self.configured.roots, text).map_err(|_| {
             format!("client root {shown} lies outside the directories given on the command line: ignored")
         })?;
-        Root::narrowed(&located.root, &located.rel, self.policy, path.to_path_buf(), why)
-            .map_err(|e| format!("client root {shown}: {}: ignored", crate::errors::explain(&e, &shown, self.policy.follow_symlinks)))
+        Root::narrowed(&located.root, &located.rel, self.policy, path.to_path_buf(), why).map_err(|e| {
+            format!("client root {shown}: {}: ignored", crate::errors::explain(&e, &shown, self.policy.follow_symlinks))
+        })
     }
 }
 

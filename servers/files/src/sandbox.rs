@@ -80,12 +80,7 @@ impl Root {
     /// Opens `path`, an absolute directory, as a root. Symlinks in `path` itself are followed:
     /// it is the configuration's word, not a request's.
     pub fn open(path: &Path, why: String) -> io::Result<Root> {
-        let fd = openat(
-            rustix::fs::CWD,
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = openat(rustix::fs::CWD, path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let real = std::fs::canonicalize(path)?;
         Ok(Root { path: path.to_path_buf(), real, why, fd })
     }
@@ -168,7 +163,11 @@ fn walk_open(root: BorrowedFd<'_>, rel: &str, flags: OFlags, mode: Mode, follow:
             _ => {}
         }
         let here = stack.last().map_or(root, |fd| fd.as_fd());
-        let attempt = if last { openat(here, part.as_str(), flags, mode) } else { openat(here, part.as_str(), dir_flags, Mode::empty()) };
+        let attempt = if last {
+            openat(here, part.as_str(), flags, mode)
+        } else {
+            openat(here, part.as_str(), dir_flags, Mode::empty())
+        };
         match attempt {
             Ok(fd) if last => return Ok(fd),
             Ok(fd) => stack.push(fd),

@@ -114,7 +114,13 @@ impl<'a> Walker<'a> {
                 self.skipped.push(rel.to_owned());
                 return Ok(None);
             }
-            Err(e) => return Err(crate::errors::tool_error(&e, &crate::paths::shown(self.root, rel), self.policy.follow_symlinks)),
+            Err(e) => {
+                return Err(crate::errors::tool_error(
+                    &e,
+                    &crate::paths::shown(self.root, rel),
+                    self.policy.follow_symlinks,
+                ))
+            }
         };
         let before = fstat(dir.as_fd()).map_err(|e| ToolError::new(e.to_string()))?;
         let (mut entries, more) = list(dir, self.limit - self.visited).map_err(|e| ToolError::new(e.to_string()))?;
@@ -154,7 +160,10 @@ impl<'a> Walker<'a> {
 }
 
 fn gone(e: &io::Error) -> bool {
-    matches!(e.raw_os_error().map(Errno::from_raw_os_error), Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::XDEV))
+    matches!(
+        e.raw_os_error().map(Errno::from_raw_os_error),
+        Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::XDEV)
+    )
 }
 
 /// `parent/name` for relative paths.

@@ -126,7 +126,9 @@ fn read_events(fd: Arc<OwnedFd>, watches: Arc<Mutex<HashMap<i32, Interests>>>, r
                     let hit = match (wanted, &name) {
                         (None, _) => true,
                         (Some(w), Some(n)) => w == n,
-                        (Some(_), None) => event.events().intersects(inotify::ReadFlags::DELETE_SELF | inotify::ReadFlags::MOVE_SELF),
+                        (Some(_), None) => {
+                            event.events().intersects(inotify::ReadFlags::DELETE_SELF | inotify::ReadFlags::MOVE_SELF)
+                        }
                     };
                     if hit && !changed.contains(uri) {
                         changed.push(uri.clone());

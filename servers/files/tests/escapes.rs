@@ -93,7 +93,11 @@ fn writes_and_moves_cannot_leave_the_root() {
 #[test]
 fn bad_names_are_refused_in_words() {
     let tree = Tree::new();
-    std::fs::write(tree.root().join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"bad\xffname")), "x").unwrap();
+    std::fs::write(
+        tree.root().join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"bad\xffname")),
+        "x",
+    )
+    .unwrap();
     let mut s = spawn(&[&tree.root()], &[], false);
     let t = refused(&call(&mut s, "read_text_file", json!({"path": "inside.txt\u{0}../../outside/secret.txt"})));
     assert!(t.contains("NUL"), "{t}");
@@ -211,7 +215,8 @@ fn read_only_offers_no_write_tool_and_writes_nothing() {
     let tree = Tree::new();
     let mut s = spawn(&[&tree.root()], &["--read-only"], false);
     let tools = s.request("tools/list", json!({}));
-    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"read_text_file") && names.contains(&"grep"));
     for write in ["write_file", "edit_file", "create_directory", "move_file"] {
         assert!(!names.contains(&write), "{write} offered");

@@ -64,7 +64,8 @@ fn client_roots_narrow_the_command_line_and_never_widen_it() {
     // roots/list_changed: asked again; a root outside alone leaves the command line's directory.
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
     let out = vec![uri(&tree.path("outside"))];
-    let (r, asked) = call_answering(&mut s, 104, "read_text_file", json!({"path": tree.path("outside/secret.txt")}), &out);
+    let (r, asked) =
+        call_answering(&mut s, 104, "read_text_file", json!({"path": tree.path("outside/secret.txt")}), &out);
     assert_eq!(asked, 1);
     refused(&r);
     let (r, _) = call_answering(&mut s, 105, "list_allowed_directories", json!({}), &out);
@@ -105,8 +106,11 @@ fn files_are_resources_with_updates_from_inotify() {
     assert!(r.get("error").is_some() && !r.to_string().contains(common::SECRET), "{r}");
     // Completion of the template's path.
     let typed = format!("{}/su", tree.root().display());
-    let r = s.request("completion/complete", json!({"ref": {"type": "ref/resource", "uri": "file://{+path}"},
-        "argument": {"name": "path", "value": typed}}));
+    let r = s.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "file://{+path}"},
+        "argument": {"name": "path", "value": typed}}),
+    );
     assert_eq!(r["result"]["completion"]["values"][0], format!("{}/sub/", tree.root().display()), "{r}");
     // Subscribed: an atomic write (rename over it) and an append each notify.
     let r = s.request("resources/subscribe", json!({"uri": file}));
@@ -173,7 +177,11 @@ fn caps_say_how_to_narrow() {
     let tree = Tree::new();
     let root = tree.root();
     std::fs::write(root.join("big.txt"), "line\n".repeat(1000)).unwrap();
-    let mut s = common::spawn(&[&root], &["--max-file-bytes", "1000", "--max-result-bytes", "600", "--max-walk-entries", "3"], false);
+    let mut s = common::spawn(
+        &[&root],
+        &["--max-file-bytes", "1000", "--max-result-bytes", "600", "--max-walk-entries", "3"],
+        false,
+    );
     let t = refused(&call(&mut s, "read_text_file", json!({"path": "big.txt"})));
     assert!(t.contains("head or tail"), "{t}");
     assert_eq!(ok(&call(&mut s, "read_text_file", json!({"path": "big.txt", "head": 2}))), "line\nline");
@@ -191,7 +199,11 @@ fn edits_are_exact_and_crlf_is_kept() {
     let mut s = common::spawn(&[&root], &[], false);
     let t = refused(&call(&mut s, "edit_file", json!({"path": "w.txt", "edits": [{"oldText": "a", "newText": "c"}]})));
     assert!(t.contains("more than once"), "{t}");
-    let t = ok(&call(&mut s, "edit_file", json!({"path": "w.txt", "edits": [{"oldText": "b\na", "newText": "B\nA"}], "dryRun": true})));
+    let t = ok(&call(
+        &mut s,
+        "edit_file",
+        json!({"path": "w.txt", "edits": [{"oldText": "b\na", "newText": "B\nA"}], "dryRun": true}),
+    ));
     assert!(t.contains("-b\n-a\n+B\n+A"), "{t}");
     assert_eq!(std::fs::read_to_string(root.join("w.txt")).unwrap(), "a\r\nb\r\na\r\n");
     ok(&call(&mut s, "edit_file", json!({"path": "w.txt", "edits": [{"oldText": "b\na", "newText": "B\nA"}]})));

@@ -42,9 +42,14 @@ fn tag(kind: Kind) -> &'static str {
 }
 
 /// `list_directory`.
-pub async fn list_directory(app: Arc<App>, args: PathArgs, cx: RequestContext) -> Result<Structured<ListingOut>, ToolError> {
+pub async fn list_directory(
+    app: Arc<App>,
+    args: PathArgs,
+    cx: RequestContext,
+) -> Result<Structured<ListingOut>, ToolError> {
     let (entries, _) = read_dir(&app, &cx, &args.path, false).await?;
-    let content = entries.iter().map(|e| format!("{} {}", if e.kind == "directory" { "[DIR]" } else { "[FILE]" }, e.name));
+    let content =
+        entries.iter().map(|e| format!("{} {}", if e.kind == "directory" { "[DIR]" } else { "[FILE]" }, e.name));
     let content = app.cap_result(content.collect::<Vec<_>>().join("\n"), "list a subdirectory, or use search_files")?;
     Ok(Structured { text: content.clone(), value: ListingOut { content, entries } })
 }
@@ -77,7 +82,7 @@ pub async fn list_directory_with_sizes(
 ) -> Result<Structured<ListingOut>, ToolError> {
     let (mut entries, _) = read_dir(&app, &cx, &args.path, true).await?;
     if args.sort_by == Some(SortBy::Size) {
-        entries.sort_by(|a, b| b.size.unwrap_or(0).cmp(&a.size.unwrap_or(0)));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.size.unwrap_or(0)));
     }
     let mut lines: Vec<String> = entries
         .iter()
@@ -96,7 +101,12 @@ pub async fn list_directory_with_sizes(
     Ok(Structured { text: content.clone(), value: ListingOut { content, entries } })
 }
 
-async fn read_dir(app: &Arc<App>, cx: &RequestContext, path: &str, sizes: bool) -> Result<(Vec<Listed>, bool), ToolError> {
+async fn read_dir(
+    app: &Arc<App>,
+    cx: &RequestContext,
+    path: &str,
+    sizes: bool,
+) -> Result<(Vec<Listed>, bool), ToolError> {
     let allowed = app.allowed(cx).await?;
     let at = app.locate(&allowed, path)?;
     let a = app.clone();
@@ -109,7 +119,9 @@ async fn read_dir(app: &Arc<App>, cx: &RequestContext, path: &str, sizes: bool) 
             .iter()
             .map(|e| {
                 let size = (sizes && e.kind != Kind::Dir).then(|| {
-                    statat(&probe, e.name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).map(|st| st.st_size as u64).unwrap_or(0)
+                    statat(&probe, e.name.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+                        .map(|st| st.st_size as u64)
+                        .unwrap_or(0)
                 });
                 let _ = tag(e.kind);
                 Listed { name: e.display(), kind: e.kind.word().into(), size }
@@ -163,7 +175,11 @@ pub struct InfoOut {
 }
 
 /// `get_file_info`: `lstat`-like (a symlink is described, not followed).
-pub async fn get_file_info(app: Arc<App>, args: PathArgs, cx: RequestContext) -> Result<Structured<InfoOut>, ToolError> {
+pub async fn get_file_info(
+    app: Arc<App>,
+    args: PathArgs,
+    cx: RequestContext,
+) -> Result<Structured<InfoOut>, ToolError> {
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
     let a = app.clone();
@@ -171,7 +187,8 @@ pub async fn get_file_info(app: Arc<App>, args: PathArgs, cx: RequestContext) ->
         let btime = rustix::fs::StatxFlags::BTIME;
         let (st, statx) = match crate::sandbox::split_parent(&at.rel) {
             Some(_) => {
-                let (dir, name) = crate::sandbox::open_parent(at.root.fd(), &at.rel, a.policy).map_err(|e| a.fail(&e, &at))?;
+                let (dir, name) =
+                    crate::sandbox::open_parent(at.root.fd(), &at.rel, a.policy).map_err(|e| a.fail(&e, &at))?;
                 let st = statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| a.fail(&e.into(), &at))?;
                 (st, rustix::fs::statx(&dir, name, AtFlags::SYMLINK_NOFOLLOW, btime).ok())
             }
@@ -182,8 +199,7 @@ pub async fn get_file_info(app: Arc<App>, args: PathArgs, cx: RequestContext) ->
             }
         };
         let kind = FileType::from_raw_mode(st.st_mode);
-        let created =
-            statx.filter(|x| x.stx_mask & btime.bits() != 0).map(|x| rfc3339(x.stx_btime.tv_sec));
+        let created = statx.filter(|x| x.stx_mask & btime.bits() != 0).map(|x| rfc3339(x.stx_btime.tv_sec));
         Ok(InfoOut {
             content: String::new(),
             size: st.st_size as u64,

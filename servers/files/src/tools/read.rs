@@ -36,7 +36,11 @@ pub struct TextOut {
 }
 
 /// `read_text_file`.
-pub async fn read_text_file(app: Arc<App>, args: ReadTextArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn read_text_file(
+    app: Arc<App>,
+    args: ReadTextArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     if args.head.is_some() && args.tail.is_some() {
         return Err(ToolError::new("give head or tail, not both: head reads the first lines, tail the last"));
     }

@@ -42,7 +42,11 @@ struct Node {
 }
 
 /// `directory_tree`: the tree as 2-space-indented JSON, `name`, `type`, `children`.
-pub async fn directory_tree(app: Arc<App>, args: TreeArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn directory_tree(
+    app: Arc<App>,
+    args: TreeArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
     let excludes = crate::glob::tree_set(&args.exclude_patterns)?;
@@ -118,7 +122,11 @@ pub struct SearchOut {
 }
 
 /// `search_files`.
-pub async fn search_files(app: Arc<App>, args: SearchArgs, cx: RequestContext) -> Result<Structured<SearchOut>, ToolError> {
+pub async fn search_files(
+    app: Arc<App>,
+    args: SearchArgs,
+    cx: RequestContext,
+) -> Result<Structured<SearchOut>, ToolError> {
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
     let pattern = crate::glob::one(&args.pattern)?;
@@ -244,7 +252,11 @@ pub async fn grep(app: Arc<App>, args: GrepArgs, cx: RequestContext) -> Result<S
         .case_insensitive(args.case_insensitive)
         .fixed_strings(args.literal)
         .build(&args.pattern)
-        .map_err(|e| ToolError::new(format!("pattern is not a valid regular expression ({e}); pass literal: true to search for the text as it is")))?;
+        .map_err(|e| {
+            ToolError::new(format!(
+                "pattern is not a valid regular expression ({e}); pass literal: true to search for the text as it is"
+            ))
+        })?;
     let include = match &args.include {
         Some(g) if !g.contains('/') => Some((crate::glob::one(g)?, true)),
         Some(g) => Some((crate::glob::one(g)?, false)),
@@ -295,7 +307,8 @@ struct GrepRun<'a> {
 impl GrepRun<'_> {
     fn run(&mut self, probe: &Probe, no_ignore: bool) -> Result<GrepOut, ToolError> {
         let fd = self.app.open(self.at, OFlags::RDONLY)?;
-        let is_dir = rustix::fs::fstat(&fd).map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir()).unwrap_or(false);
+        let is_dir =
+            rustix::fs::fstat(&fd).map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir()).unwrap_or(false);
         drop(fd);
         let mut note = None;
         if is_dir {
@@ -330,7 +343,10 @@ impl GrepRun<'_> {
                             continue;
                         }
                         dirs.push((path, relative, depth + 1));
-                    } else if entry.kind == Kind::File && !ignored(&ignores, &path, false) && self.included(&relative, &name) {
+                    } else if entry.kind == Kind::File
+                        && !ignored(&ignores, &path, false)
+                        && self.included(&relative, &name)
+                    {
                         self.search_file(&path, &entry)?;
                         if self.matches.len() >= self.max {
                             break;
@@ -454,7 +470,9 @@ impl Collect<'_, '_> {
             if line > last + 1 && !self.run.lines.is_empty() {
                 self.run.lines.push("--".into());
             }
-        } else if !self.run.lines.is_empty() && self.run.searcher.before_context() + self.run.searcher.after_context() > 0 {
+        } else if !self.run.lines.is_empty()
+            && self.run.searcher.before_context() + self.run.searcher.after_context() > 0
+        {
             self.run.lines.push("--".into());
         }
         self.last_line = Some(line);

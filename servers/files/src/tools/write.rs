@@ -78,7 +78,10 @@ pub async fn edit_file(app: Arc<App>, args: EditArgs, cx: RequestContext) -> Res
             let old = edit.old_text.replace("\r\n", "\n");
             let new = edit.new_text.replace("\r\n", "\n");
             if old.is_empty() {
-                return Err(ToolError::new(format!("edit {}: oldText is empty; give the exact text to replace", i + 1)));
+                return Err(ToolError::new(format!(
+                    "edit {}: oldText is empty; give the exact text to replace",
+                    i + 1
+                )));
             }
             let mut found = after.match_indices(&old);
             let Some((at_byte, _)) = found.next() else {
@@ -133,7 +136,11 @@ pub struct DirArgs {
 }
 
 /// `create_directory`: `mkdir -p`, each level created beneath the one before.
-pub async fn create_directory(app: Arc<App>, args: DirArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn create_directory(
+    app: Arc<App>,
+    args: DirArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     app.check_writable()?;
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
@@ -154,7 +161,8 @@ pub async fn create_directory(app: Arc<App>, args: DirArgs, cx: RequestContext) 
             }
         }
         // What now stands there must be a directory reached beneath the root.
-        open_beneath(at.root.fd(), &at.rel, OFlags::RDONLY | OFlags::DIRECTORY, a.policy).map_err(|e| a.fail(&e, &at))?;
+        open_beneath(at.root.fd(), &at.rel, OFlags::RDONLY | OFlags::DIRECTORY, a.policy)
+            .map_err(|e| a.fail(&e, &at))?;
         Ok(())
     })
     .await?;
