@@ -2,6 +2,7 @@
 //! configuration can switch) and `grep`. Every structured result keeps the reference's
 //! `content` text and adds typed fields.
 
+pub mod grep;
 pub mod list;
 pub mod read;
 pub mod search;
@@ -159,7 +160,7 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
          include narrows to a glob (*.rs).{INSIDE}"),
             ro.clone()
         ),
-        search::grep
+        grep::grep
     );
     tool!(
         router,
