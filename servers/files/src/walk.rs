@@ -174,3 +174,27 @@ pub fn join(parent: &str, name: &str) -> String {
         format!("{parent}/{name}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Resolver;
+
+    #[test]
+    fn a_cancelled_probe_stops_the_walk_and_the_cap_truncates_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..5 {
+            std::fs::write(dir.path().join(format!("f{i}")), "x").unwrap();
+        }
+        let root = Root::open(dir.path(), "test".into()).unwrap();
+        let policy = Policy { resolver: Resolver::Openat2, follow_symlinks: false };
+        let (tx, _rx) = tokio::sync::watch::channel(0);
+        let probe = Probe { cancel: Arc::new(AtomicBool::new(false)), progress: tx };
+        let mut walker = Walker::new(&root, policy, &probe, 3);
+        assert_eq!(walker.entries("").unwrap().unwrap().len(), 3);
+        assert!(walker.truncated && walker.note().unwrap().contains("stopped after 3"));
+        let mut walker = Walker::new(&root, policy, &probe, 100);
+        drop(CancelOnDrop(probe.cancel.clone())); // what dropping the request's future does
+        assert!(walker.entries("").is_err(), "a cancelled walk went on");
+    }
+}
