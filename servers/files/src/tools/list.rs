@@ -47,10 +47,17 @@ pub async fn list_directory(
     args: PathArgs,
     cx: RequestContext,
 ) -> Result<Structured<ListingOut>, ToolError> {
-    let (entries, _) = read_dir(&app, &cx, &args.path, false).await?;
-    let content =
+    let (entries, more) = read_dir(&app, &cx, &args.path, false).await?;
+    let lines =
         entries.iter().map(|e| format!("{} {}", if e.kind == "directory" { "[DIR]" } else { "[FILE]" }, e.name));
-    let content = app.cap_result(content.collect::<Vec<_>>().join("\n"), "list a subdirectory, or use search_files")?;
+    let mut content = lines.collect::<Vec<_>>().join("\n");
+    if more {
+        content.push_str(&format!(
+            "\n\n(only the first {} entries were read: use search_files to find names)",
+            entries.len()
+        ));
+    }
+    let content = app.cap_result(content, "list a subdirectory, or use search_files")?;
     Ok(Structured { text: content.clone(), value: ListingOut { content, entries } })
 }
 
@@ -80,7 +87,7 @@ pub async fn list_directory_with_sizes(
     args: SizesArgs,
     cx: RequestContext,
 ) -> Result<Structured<ListingOut>, ToolError> {
-    let (mut entries, _) = read_dir(&app, &cx, &args.path, true).await?;
+    let (mut entries, more) = read_dir(&app, &cx, &args.path, true).await?;
     if args.sort_by == Some(SortBy::Size) {
         entries.sort_by_key(|e| std::cmp::Reverse(e.size.unwrap_or(0)));
     }
@@ -97,6 +104,9 @@ pub async fn list_directory_with_sizes(
     lines.push(String::new());
     lines.push(format!("Total: {files} files, {} directories", entries.len() - files));
     lines.push(format!("Combined size: {}", format_size(total)));
+    if more {
+        lines.push(format!("(only the first {} entries were read: use search_files to find names)", entries.len()));
+    }
     let content = app.cap_result(lines.join("\n"), "list a subdirectory")?;
     Ok(Structured { text: content.clone(), value: ListingOut { content, entries } })
 }
