@@ -9,6 +9,8 @@
 //! cargo build --release -p files-mcp -p mcp-bench && target/release/bench-files
 //! ```
 
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
