@@ -207,7 +207,7 @@ impl TaskManager {
     }
 
     /// Stores a task that is over before it starts (a 2025-11-25 client asked for a task the
-    /// cap did not allow: it gets one, completed with the explanation).
+    /// cap did not allow: it gets one, failed, whose result is the explanation).
     pub async fn store_finished(
         &self,
         owner: &str,
@@ -560,18 +560,32 @@ impl LiveTask {
     pub async fn finish(&self, outcome: Result<Value, ErrorObject>) {
         match outcome {
             Ok(result) => {
-                let message = if result.get("isError") == Some(&Value::Bool(true)) {
-                    "completed: the tool reported an error"
-                } else {
-                    "completed"
+                let tool_error = result.get("isError") == Some(&Value::Bool(true));
+                let legacy = self.state.lock().unwrap().record.form == TaskForm::Legacy;
+                // 2025-11-25 (tasks.mdx, "Task Execution Errors"): a tool result with isError
+                // makes the task failed; tasks/result still answers the result itself. The
+                // 2026-07-28 extension keeps failed for JSON-RPC errors.
+                let (status, message) = match (tool_error, legacy) {
+                    (true, true) => (TaskStatus::Failed, format!("failed: the tool reported an error: {}", first_text(&result))),
+                    (true, false) => (TaskStatus::Completed, "completed: the tool reported an error".to_owned()),
+                    _ => (TaskStatus::Completed, "completed".to_owned()),
                 };
-                self.end(TaskStatus::Completed, Some(message.into()), Some(Outcome::Result(result))).await
+                self.end(status, Some(message), Some(Outcome::Result(result))).await
             }
             Err(error) => {
                 let message = format!("failed: {}", error.message);
                 self.end(TaskStatus::Failed, Some(message), Some(Outcome::Error(error))).await
             }
         }
+    }
+}
+
+/// The first text block of a tool result, cut short, for a status message.
+fn first_text(result: &Value) -> String {
+    let text = result["content"].as_array().into_iter().flatten().find_map(|b| b["text"].as_str()).unwrap_or("");
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
     }
 }
 

@@ -180,7 +180,8 @@ fn joined_outcome(
 }
 
 /// The answer when the account already runs its limit: a result the model can act on, in the
-/// form of the call (a 2025-11-25 client asked for a task, so it gets one, already completed).
+/// form of the call (a 2025-11-25 client asked for a task, so it gets one, already failed: its
+/// result is the explanation, an `isError` result).
 async fn busy_answer(
     manager: &std::sync::Arc<TaskManager>,
     tool: &str,
@@ -199,7 +200,7 @@ async fn busy_answer(
     let Mode::Legacy(ttl) = mode else { return Ok(Started::Done(Ok(result))) };
     let value = tool::result_value(result).map_err(|e| ErrorObject::internal(e.to_string()))?;
     let record = manager
-        .store_finished(account, tool, ttl, TaskStatus::Completed, Outcome::Result(value))
+        .store_finished(account, tool, ttl, TaskStatus::Failed, Outcome::Result(value))
         .await
         .map_err(|e| ErrorObject::internal(e.to_string()))?;
     Ok(Started::Task(wire::legacy_created(&record)))

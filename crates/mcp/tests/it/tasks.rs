@@ -53,6 +53,11 @@ async fn ask_inside(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> 
     Ok(format!("answered {}", answer["content"]["ok"]))
 }
 
+async fn refuses(args: Work, _: RequestContext) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(args.ms)).await;
+    Err(ToolError::new("the tool refused: fix the input"))
+}
+
 async fn broken(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
     cx.become_task().await;
     Err(ToolError::invalid_params("broken on purpose"))
@@ -66,6 +71,7 @@ fn router(max: usize) -> Router {
         .tool_def(ToolDef::new("must").description("Works, as a task only.").task_support(TaskSupport::Required), work)
         .tool_def(ToolDef::new("ask_inside").description("Asks.").task_support(TaskSupport::Optional), ask_inside)
         .tool_def(ToolDef::new("broken").description("Fails.").task_support(TaskSupport::Optional), broken)
+        .tool_def(ToolDef::new("refuses").description("isError.").task_support(TaskSupport::Optional), refuses)
         .tool_def(ToolDef::new("counted").description("Counts.").task_support(TaskSupport::Optional), counted)
         .tool("plain", "Plain.", |_: NoArgs, _cx: RequestContext| async move { Ok::<_, ToolError>("plain".to_owned()) })
 }
@@ -247,6 +253,37 @@ async fn the_2025_11_25_form() {
     assert_eq!(cancel["error"]["code"], -32602, "a task that ended cannot be cancelled: {cancel}");
     let plain = peer.request(7, "tools/call", json!({"name": "plain", "arguments": {}, "task": {}})).await;
     assert_eq!(plain["error"]["code"], -32601, "a tool that does not run as a task: {plain}");
+}
+
+/// 2025-11-25 (tasks.mdx, "Task Execution Errors"): a tool result with `isError` makes the task
+/// `failed`, the cap's refusal too; `tasks/result` still answers the result itself. The
+/// 2026-07-28 extension keeps `completed` for such a result (its `failed` is a JSON-RPC error).
+#[tokio::test]
+async fn a_2025_11_25_task_whose_tool_reports_an_error_fails() {
+    let mut peer = Peer::new(router(1));
+    peer.initialize("2025-11-25").await;
+    let created =
+        peer.request(1, "tools/call", json!({"name": "refuses", "arguments": {"ms": 300}, "task": {}})).await;
+    let id = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    // The cap (1) is taken: the refusal is a task too, failed at once, whose result explains.
+    let busy = peer.request(2, "tools/call", json!({"name": "work", "arguments": {"ms": 10}, "task": {}})).await;
+    assert_eq!(busy["result"]["task"]["status"], "failed", "{busy}");
+    let busy_id = busy["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    let explained = peer.request(3, "tasks/result", json!({"taskId": busy_id})).await;
+    assert_eq!(explained["result"]["isError"], true, "{explained}");
+    assert!(explained["result"]["content"][0]["text"].as_str().unwrap().contains("the limit is 1"));
+    let result = peer.request(4, "tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let got = peer.request(5, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(got["result"]["status"], "failed", "{got}");
+    assert!(got["result"]["statusMessage"].as_str().unwrap().contains("the tool refused"), "{got}");
+    // The extension form: completed, with the isError result in it.
+    let mut modern = Peer::new(router(5));
+    let created = modern.request(1, "tools/call", call("refuses", json!({"ms": 100}), ext())).await;
+    let task = created["result"]["taskId"].as_str().or(created["result"]["task"]["taskId"].as_str()).unwrap().to_owned();
+    let done = until_done(&mut modern, &task).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["isError"], true, "{done}");
 }
 
 #[tokio::test]
