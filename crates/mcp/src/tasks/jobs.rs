@@ -104,6 +104,9 @@ pub(crate) async fn call(
 ) -> Result<Value, ErrorObject> {
     let account = account_of(cx);
     if job.action == JobAction::List {
+        if !super::can_list(&account) {
+            return Ok(text_result(format!("{}: call {}_status with a job_id", super::NO_LISTING, job.of), true));
+        }
         let jobs = manager.list(&account, Some(&job.of), None, 100).await.map_err(store_error)?;
         return Ok(list(&job.of, &jobs));
     }

@@ -566,7 +566,9 @@ impl LiveTask {
                 // makes the task failed; tasks/result still answers the result itself. The
                 // 2026-07-28 extension keeps failed for JSON-RPC errors.
                 let (status, message) = match (tool_error, legacy) {
-                    (true, true) => (TaskStatus::Failed, format!("failed: the tool reported an error: {}", first_text(&result))),
+                    (true, true) => {
+                        (TaskStatus::Failed, format!("failed: the tool reported an error: {}", first_text(&result)))
+                    }
                     (true, false) => (TaskStatus::Completed, "completed: the tool reported an error".to_owned()),
                     _ => (TaskStatus::Completed, "completed".to_owned()),
                 };

@@ -144,7 +144,11 @@ pub(crate) async fn list(
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
     gate("tasks/list", cx, false)?;
-    let tasks = manager.list(&account_of(cx), None, cursor.as_deref(), page + 1).await.map_err(store_error)?;
+    let account = account_of(cx);
+    if !super::can_list(&account) {
+        return Err(ErrorObject::invalid_request(super::NO_LISTING));
+    }
+    let tasks = manager.list(&account, None, cursor.as_deref(), page + 1).await.map_err(store_error)?;
     let more = tasks.len() > page;
     let shown: Vec<Value> = tasks.iter().take(page).map(wire::legacy_task).collect();
     let mut result = json!({"tasks": shown});

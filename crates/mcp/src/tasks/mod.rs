@@ -98,10 +98,25 @@ impl Default for TaskConfig {
 }
 
 /// The account a request counts against, for the task cap and for who may see a task. An
-/// authentication layer or the transport sets it as a request extension; without one, every
-/// request of the process shares one account.
+/// authentication layer or the transport sets it as a request extension: the authenticated
+/// caller, an `--account-header` value, or a legacy HTTP session. A 2026-07-28 HTTP request with
+/// none of these is anonymous: it counts as its source address ([`ANONYMOUS`] then the IP) for
+/// the cap, reaches its tasks by their ids alone (128 random bits each), and may not list tasks.
+/// Without any extension (stdio: one client per process) every request shares one account.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Account(pub String);
+
+/// The prefix of an anonymous caller's account: callers that cannot be told apart from others
+/// behind the same address, so no listing of tasks is offered to them.
+pub const ANONYMOUS: &str = "anonymous:";
+
+/// Whether the account's tasks may be listed (it is not anonymous).
+pub(crate) fn can_list(account: &str) -> bool {
+    !account.starts_with(ANONYMOUS)
+}
+
+/// Why an anonymous caller gets no listing.
+pub(crate) const NO_LISTING: &str = "tasks are not listed for anonymous callers: this server cannot tell them apart (no authentication, no --account-header, no session); keep the id each call answered with and ask for that task";
 
 /// The account of a request.
 pub(crate) fn account_of(cx: &RequestContext) -> String {

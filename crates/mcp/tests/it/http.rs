@@ -355,3 +355,49 @@ async fn responses_on_the_2024_11_05_transport_are_never_answered() {
     let ids: Vec<&Value> = answered.iter().map(|m| &m["id"]).collect();
     assert_eq!(ids, [&json!(1), &json!(77)], "only the two requests were answered: {answered:?}");
 }
+
+/// Two anonymous 2026-07-28 clients over HTTP (no authentication, no --account-header, no
+/// session): neither may list the other's jobs (no listing is offered to callers that cannot be
+/// told apart), and a job is reached by its id alone.
+#[tokio::test]
+async fn anonymous_http_callers_cannot_list_or_reach_each_others_jobs() {
+    use mcp::server::{RequestContext, Router, ToolDef, ToolError};
+    use mcp::tasks::{TaskConfig, TaskSupport};
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Nap {
+        ms: u64,
+    }
+    async fn nap(args: Nap, _: RequestContext) -> Result<String, ToolError> {
+        tokio::time::sleep(Duration::from_millis(args.ms)).await;
+        Ok("rested".into())
+    }
+    let config = TaskConfig { grace: Duration::from_millis(20), ..TaskConfig::default() };
+    let router = Router::new()
+        .task_config(config)
+        .tool_def(ToolDef::new("nap").description("Naps.").task_support(TaskSupport::Optional), nap);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(serve_listener(listener, McpService::new(router, HttpConfig::default())));
+    let call =
+        |id: i64, name: &str, args: Value| rpc(id, "tools/call", modern(json!({"name": name, "arguments": args})));
+    // Client A starts a job.
+    let r = post(&addr, &modern_headers("tools/call", Some("nap")), call(1, "nap", json!({"ms": 3000}))).await;
+    let text = r.json()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    let job = text.split_whitespace().nth(2).unwrap_or_default().to_owned();
+    assert!(text.starts_with("Started job ") && job.len() == 32, "{}", r.body);
+    // Client B (another connection): no listing, and a guessed id reaches nothing.
+    let r = post(&addr, &modern_headers("tools/call", Some("nap_list")), call(2, "nap_list", json!({}))).await;
+    let listed = r.json();
+    assert_eq!(listed["result"]["isError"], true, "{}", r.body);
+    assert!(listed.to_string().contains("not listed for anonymous callers") && !listed.to_string().contains(&job));
+    let guess = "0".repeat(32);
+    let r =
+        post(&addr, &modern_headers("tools/call", Some("nap_cancel")), call(3, "nap_cancel", json!({"job_id": guess})))
+            .await;
+    assert!(r.json()["result"]["content"][0]["text"].as_str().unwrap().starts_with("No job"), "{}", r.body);
+    // With its id the job is there, still running.
+    let r =
+        post(&addr, &modern_headers("tools/call", Some("nap_status")), call(4, "nap_status", json!({"job_id": job})))
+            .await;
+    assert_ne!(r.json()["result"]["isError"], true, "{}", r.body);
+}

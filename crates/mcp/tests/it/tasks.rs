@@ -262,8 +262,7 @@ async fn the_2025_11_25_form() {
 async fn a_2025_11_25_task_whose_tool_reports_an_error_fails() {
     let mut peer = Peer::new(router(1));
     peer.initialize("2025-11-25").await;
-    let created =
-        peer.request(1, "tools/call", json!({"name": "refuses", "arguments": {"ms": 300}, "task": {}})).await;
+    let created = peer.request(1, "tools/call", json!({"name": "refuses", "arguments": {"ms": 300}, "task": {}})).await;
     let id = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
     // The cap (1) is taken: the refusal is a task too, failed at once, whose result explains.
     let busy = peer.request(2, "tools/call", json!({"name": "work", "arguments": {"ms": 10}, "task": {}})).await;
@@ -280,7 +279,8 @@ async fn a_2025_11_25_task_whose_tool_reports_an_error_fails() {
     // The extension form: completed, with the isError result in it.
     let mut modern = Peer::new(router(5));
     let created = modern.request(1, "tools/call", call("refuses", json!({"ms": 100}), ext())).await;
-    let task = created["result"]["taskId"].as_str().or(created["result"]["task"]["taskId"].as_str()).unwrap().to_owned();
+    let task =
+        created["result"]["taskId"].as_str().or(created["result"]["task"]["taskId"].as_str()).unwrap().to_owned();
     let done = until_done(&mut modern, &task).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(done["result"]["result"]["isError"], true, "{done}");

@@ -312,7 +312,7 @@ where
     S::Future: Send + 'static,
 {
     loop {
-        let (stream, _peer): (tokio::net::TcpStream, SocketAddr) = match listener.accept().await {
+        let (stream, peer): (tokio::net::TcpStream, SocketAddr) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
@@ -325,11 +325,11 @@ where
         let tls = tls.clone();
         tokio::spawn(async move {
             match tls {
-                None => serve_connection(hyper_util::rt::TokioIo::new(stream), service).await,
+                None => serve_connection(hyper_util::rt::TokioIo::new(stream), service, peer).await,
                 Some(acceptor) => {
                     let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
                     match handshake {
-                        Ok(Ok(tls)) => serve_connection(hyper_util::rt::TokioIo::new(tls), service).await,
+                        Ok(Ok(tls)) => serve_connection(hyper_util::rt::TokioIo::new(tls), service, peer).await,
                         Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
@@ -339,8 +339,13 @@ where
     }
 }
 
-/// Serves HTTP/1.1 on one accepted connection.
-async fn serve_connection<I, S>(io: I, service: S)
+/// The address a request came from, in its extensions: an anonymous caller counts as its
+/// address for the task cap (see [`crate::tasks::Account`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Serves HTTP/1.1 on one accepted connection from `peer`.
+async fn serve_connection<I, S>(io: I, service: S, peer: SocketAddr)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     S: tower_service::Service<Request<hyper::body::Incoming>, Response = Response<Body>, Error = Infallible>
@@ -349,7 +354,8 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    let hyper_service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+    let hyper_service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(PeerAddr(peer));
         let mut service = service.clone();
         service.call(request)
     });

@@ -40,6 +40,7 @@ pub(crate) fn caller(parts: &Parts) -> Option<Identity> {
 /// POST: one JSON-RPC message (or, in 2025-03-26 sessions, a batch).
 pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Response<Body> {
     let caller = caller(&parts);
+    let peer = parts.extensions.get::<super::PeerAddr>().map(|p| p.0.ip());
     let owner = caller.as_ref().map(Identity::account);
     if let Some(id) = parts.uri.query().and_then(|q| q.strip_prefix("sessionId=")) {
         return super::legacy_sse::post(&shared, id, owner.as_deref(), &body).await;
@@ -78,7 +79,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             let changes_state =
                 matches!(&*method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe");
             let to_save = session.clone().filter(|_| changes_state);
-            let request_parts = RequestParts { headers: &parts.headers, session, caller };
+            let request_parts = RequestParts { headers: &parts.headers, session, caller, peer };
             let response = request(&shared, request_parts, id, &method, params, raw).await;
             if let Some(session) = to_save {
                 if let Err(e) = save_session(&shared, &session).await {
@@ -178,11 +179,13 @@ fn has_modern_meta(params: Option<&RawValue>) -> bool {
     params.is_some_and(|p| p.get().contains(meta::PROTOCOL_VERSION))
 }
 
-/// Where a request comes from: its headers, its legacy session, its authenticated caller.
+/// Where a request comes from: its headers, its legacy session, its authenticated caller, its
+/// address.
 struct RequestParts<'a> {
     headers: &'a HeaderMap,
     session: Option<Arc<HttpSession>>,
     caller: Option<Identity>,
+    peer: Option<std::net::IpAddr>,
 }
 
 async fn request(
@@ -193,7 +196,7 @@ async fn request(
     params: Option<&RawValue>,
     raw: RawParams,
 ) -> Response<Body> {
-    let RequestParts { headers, session, caller } = from;
+    let RequestParts { headers, session, caller, peer } = from;
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
         return initialize(shared, id, params, caller.as_ref()).await;
@@ -215,7 +218,7 @@ async fn request(
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
-    attach_caller(&cx, &shared.config, headers, session.as_deref(), caller);
+    attach_caller(&cx, &shared.config, RequestParts { headers, session: session.clone(), caller, peer });
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
@@ -236,17 +239,14 @@ async fn request(
 }
 
 /// Gives the request its caller and the account it counts against: the authenticated caller,
-/// else the configured header, else its legacy session.
-fn attach_caller(
-    cx: &crate::RequestContext,
-    config: &super::HttpConfig,
-    headers: &HeaderMap,
-    session: Option<&HttpSession>,
-    caller: Option<Identity>,
-) {
+/// else the configured header, else its legacy session, else its address (an anonymous caller,
+/// who may not list tasks: see [`crate::tasks::ANONYMOUS`]).
+fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
+    let RequestParts { headers, session, caller, peer } = from;
     let account = match &caller {
         Some(identity) => Some(identity.account()),
-        None => account(config, headers, session),
+        None => account(config, headers, session.as_deref())
+            .or_else(|| peer.map(|ip| format!("{}{ip}", crate::tasks::ANONYMOUS))),
     };
     if let Some(account) = account {
         cx.insert_extension(crate::tasks::Account(account));
@@ -666,7 +666,13 @@ async fn batch(
             let admitted =
                 era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
             if let Ok(a) = &admitted {
-                attach_caller(&a.cx, &shared.config, &HeaderMap::new(), Some(&session), caller.cloned());
+                let from = RequestParts {
+                    headers: &HeaderMap::new(),
+                    session: Some(session.clone()),
+                    caller: caller.cloned(),
+                    peer: None,
+                };
+                attach_caller(&a.cx, &shared.config, from);
             }
             let result = match admitted {
                 Ok(a) => shared.router.serve_request(&method, RawParams::copied(params), &a.cx, a.modern).await,
