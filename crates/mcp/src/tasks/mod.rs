@@ -118,7 +118,18 @@ pub(crate) fn can_list(account: &str) -> bool {
 /// Why an anonymous caller gets no listing.
 pub(crate) const NO_LISTING: &str = "tasks are not listed for anonymous callers: this server cannot tell them apart (no authentication, no --account-header, no session); keep the id each call answered with and ask for that task";
 
+/// The source address of an anonymous HTTP request, from which its account is made when tasks
+/// need it (`anonymous:` and the address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnonymousPeer(pub std::net::IpAddr);
+
 /// The account of a request.
 pub(crate) fn account_of(cx: &RequestContext) -> String {
-    cx.extension::<Account>().map_or_else(|| "local".to_owned(), |a| a.0)
+    if let Some(account) = cx.extension::<Account>() {
+        return account.0;
+    }
+    match cx.extension::<AnonymousPeer>() {
+        Some(AnonymousPeer(ip)) => format!("{ANONYMOUS}{ip}"),
+        None => "local".to_owned(),
+    }
 }

@@ -245,11 +245,13 @@ fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: R
     let RequestParts { headers, session, caller, peer } = from;
     let account = match &caller {
         Some(identity) => Some(identity.account()),
-        None => account(config, headers, session.as_deref())
-            .or_else(|| peer.map(|ip| format!("{}{ip}", crate::tasks::ANONYMOUS))),
+        None => account(config, headers, session.as_deref()),
     };
-    if let Some(account) = account {
-        cx.insert_extension(crate::tasks::Account(account));
+    match (account, peer) {
+        (Some(account), _) => cx.insert_extension(crate::tasks::Account(account)),
+        // The account string is made only if tasks ask for it (most requests never do).
+        (None, Some(ip)) => cx.insert_extension(crate::tasks::AnonymousPeer(ip)),
+        (None, None) => {}
     }
     if let Some(identity) = caller {
         cx.insert_extension(identity);
