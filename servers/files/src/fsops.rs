@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use mcp::server::ToolError;
 use rustix::fs::{fstat, renameat, statat, unlinkat, AtFlags, FileType, Mode, OFlags, Stat};
@@ -23,12 +23,14 @@ pub struct Entry {
     pub kind: Kind,
 }
 
-/// What an entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What an entry is (serialized as `file`, `directory`, `symlink` or `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A regular file.
     File,
     /// A directory.
+    #[serde(rename = "directory")]
     Dir,
     /// A symbolic link (never followed in listings and walks).
     Symlink,
@@ -47,13 +49,12 @@ impl Kind {
         }
     }
 
-    /// The word used in results.
-    pub fn word(self) -> &'static str {
-        match self {
-            Kind::File => "file",
-            Kind::Dir => "directory",
-            Kind::Symlink => "symlink",
-            Kind::Other => "other",
+    /// The prefix of a listing line, as the reference server writes it: `[DIR]` or `[FILE]`.
+    pub fn tag(self) -> &'static str {
+        if self == Kind::Dir {
+            "[DIR]"
+        } else {
+            "[FILE]"
         }
     }
 }
@@ -247,9 +248,4 @@ fn getrandom_fill(buf: &mut [u8]) -> Result<(), getrandom::Error> {
 /// Whether a name (bytes) is one the model could address (valid UTF-8, no backslash).
 pub fn addressable(name: &[u8]) -> bool {
     std::str::from_utf8(name).is_ok_and(|s| !s.contains('\\'))
-}
-
-/// Stat of a descriptor.
-pub fn stat_fd(fd: BorrowedFd<'_>) -> io::Result<Stat> {
-    fstat(fd).map_err(io::Error::from)
 }

@@ -65,16 +65,15 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
     router.on_subscribe(move |uri, on| subscribe(&a, uri, on))
 }
 
-fn locate_uri(app: &App, roots: &[Arc<crate::sandbox::Root>], uri: &str) -> Result<Located, ToolError> {
+fn locate_uri(roots: &[Arc<crate::sandbox::Root>], uri: &str) -> Result<Located, ToolError> {
     let path = file_uri_path(uri).ok_or_else(|| ToolError::not_found(format!("{uri} is not a file:// URI")))?;
     let text = path.to_str().ok_or_else(|| ToolError::not_found(format!("{uri} is not UTF-8")))?;
-    let _ = app;
     locate(roots, text).map_err(ToolError::not_found)
 }
 
 async fn read(app: Arc<App>, uri: String, cx: RequestContext) -> Result<Vec<ResourceContents>, ToolError> {
     let allowed = app.allowed(&cx).await?;
-    let at = locate_uri(&app, &allowed.roots, &uri)?;
+    let at = locate_uri(&allowed.roots, &uri)?;
     let a = app.clone();
     blocking(move || {
         let fd = a.open(&at, OFlags::RDONLY).map_err(|e| ToolError::not_found(e.to_string()))?;
@@ -82,10 +81,7 @@ async fn read(app: Arc<App>, uri: String, cx: RequestContext) -> Result<Vec<Reso
         if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
             let (mut entries, _) = list(fd, a.limits.max_walk_entries).map_err(|e| ToolError::new(e.to_string()))?;
             entries.sort_by(|x, y| x.name.cmp(&y.name));
-            let text: Vec<String> = entries
-                .iter()
-                .map(|e| format!("{} {}", if e.kind == Kind::Dir { "[DIR]" } else { "[FILE]" }, e.display()))
-                .collect();
+            let text: Vec<String> = entries.iter().map(|e| format!("{} {}", e.kind.tag(), e.display())).collect();
             return Ok(vec![ResourceContents::Text(TextResourceContents {
                 uri,
                 mime_type: Some("text/plain".into()),
@@ -122,7 +118,11 @@ fn complete(app: &App, typed: &str) -> Vec<String> {
         Some(i) => (&typed[..=i], &typed[i + 1..]),
         None => return roots.roots.iter().map(|r| format!("{}/", r.path.display())).collect(),
     };
-    let Ok(at) = locate(&roots.roots, dir.trim_end_matches('/').trim_end_matches('/').max("/")) else {
+    let dir_path = match dir.trim_end_matches('/') {
+        "" => "/",
+        trimmed => trimmed,
+    };
+    let Ok(at) = locate(&roots.roots, dir_path) else {
         return roots.roots.iter().map(|r| format!("{}/", r.path.display())).filter(|p| p.starts_with(typed)).collect();
     };
     let Ok(fd) = app.open(&at, OFlags::RDONLY | OFlags::DIRECTORY) else { return Vec::new() };
@@ -143,7 +143,7 @@ fn subscribe(app: &App, uri: &str, on: bool) {
         return app.watcher.unwatch(uri);
     }
     let roots = app.roots.last();
-    match locate_uri(app, &roots.roots, uri) {
+    match locate_uri(&roots.roots, uri) {
         Ok(at) => {
             if let Err(e) = app.watcher.watch(at.root.fd(), &at.rel, uri, app.policy) {
                 eprintln!("files-mcp: {uri} is not watched: {e}");

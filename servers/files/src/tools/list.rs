@@ -18,7 +18,7 @@ pub struct Listed {
     pub name: String,
     /// `file`, `directory`, `symlink` or `other`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Kind,
     /// Its size in bytes (files, with sizes only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -33,14 +33,6 @@ pub struct ListingOut {
     pub entries: Vec<Listed>,
 }
 
-fn tag(kind: Kind) -> &'static str {
-    if kind == Kind::Dir {
-        "[DIR]"
-    } else {
-        "[FILE]"
-    }
-}
-
 /// `list_directory`.
 pub async fn list_directory(
     app: Arc<App>,
@@ -48,8 +40,7 @@ pub async fn list_directory(
     cx: RequestContext,
 ) -> Result<Structured<ListingOut>, ToolError> {
     let (entries, more) = read_dir(&app, &cx, &args.path, false).await?;
-    let lines =
-        entries.iter().map(|e| format!("{} {}", if e.kind == "directory" { "[DIR]" } else { "[FILE]" }, e.name));
+    let lines = entries.iter().map(|e| format!("{} {}", e.kind.tag(), e.name));
     let mut content = lines.collect::<Vec<_>>().join("\n");
     if more {
         content.push_str(&format!(
@@ -94,12 +85,14 @@ pub async fn list_directory_with_sizes(
     let mut lines: Vec<String> = entries
         .iter()
         .map(|e| {
-            let dir = e.kind == "directory";
-            let size = if dir { String::new() } else { format!("{:>10}", format_size(e.size.unwrap_or(0))) };
-            format!("{} {:<30} {size}", if dir { "[DIR]" } else { "[FILE]" }, e.name)
+            let size = match e.kind {
+                Kind::Dir => String::new(),
+                _ => format!("{:>10}", format_size(e.size.unwrap_or(0))),
+            };
+            format!("{} {:<30} {size}", e.kind.tag(), e.name)
         })
         .collect();
-    let files = entries.iter().filter(|e| e.kind != "directory").count();
+    let files = entries.iter().filter(|e| e.kind != Kind::Dir).count();
     let total: u64 = entries.iter().filter_map(|e| e.size).sum();
     lines.push(String::new());
     lines.push(format!("Total: {files} files, {} directories", entries.len() - files));
@@ -133,8 +126,7 @@ async fn read_dir(
                         .map(|st| st.st_size as u64)
                         .unwrap_or(0)
                 });
-                let _ = tag(e.kind);
-                Listed { name: e.display(), kind: e.kind.word().into(), size }
+                Listed { name: e.display(), kind: e.kind, size }
             })
             .collect();
         Ok((listed, more))
@@ -209,13 +201,15 @@ pub async fn get_file_info(
             }
         };
         let kind = FileType::from_raw_mode(st.st_mode);
-        let created = statx.filter(|x| x.stx_mask & btime.bits() != 0).map(|x| rfc3339(x.stx_btime.tv_sec));
+        let created = statx
+            .filter(|x| x.stx_mask & btime.bits() != 0)
+            .map(|x| time_of(x.stx_btime.tv_sec, i64::from(x.stx_btime.tv_nsec)));
         Ok(InfoOut {
             content: String::new(),
             size: st.st_size as u64,
             created,
-            modified: rfc3339(st.st_mtime),
-            accessed: rfc3339(st.st_atime),
+            modified: time_of(st.st_mtime, st.st_mtime_nsec as i64),
+            accessed: time_of(st.st_atime, st.st_atime_nsec as i64),
             is_directory: kind == FileType::Directory,
             is_file: kind == FileType::RegularFile,
             is_symlink: kind == FileType::Symlink,
@@ -240,21 +234,10 @@ pub async fn get_file_info(
     Ok(Structured { text: info.content.clone(), value: info })
 }
 
-/// Seconds since the epoch as RFC 3339 UTC.
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+/// A file time (seconds and nanoseconds since the epoch) as RFC 3339 UTC, with milliseconds.
+fn time_of(secs: i64, nanos: i64) -> String {
+    let ms = secs.saturating_mul(1000).saturating_add(nanos / 1_000_000);
+    mcp::tasks::record::iso8601(ms.max(0) as u64)
 }
 
 /// What `list_allowed_directories` answers.
@@ -320,12 +303,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_dates_read_like_the_reference() {
+    fn sizes_read_like_the_reference_and_times_are_rfc3339() {
         assert_eq!(format_size(0), "0 B");
         assert_eq!(format_size(1000), "1000 B");
         assert_eq!(format_size(1536), "1.50 KB");
         assert_eq!(format_size(5 << 20), "5.00 MB");
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_796_083_200), "2026-12-01T00:00:00Z");
+        assert_eq!(time_of(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(time_of(1_796_083_200, 250_000_000), "2026-12-01T00:00:00.250Z");
     }
 }
