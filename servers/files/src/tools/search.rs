@@ -45,11 +45,8 @@ pub async fn directory_tree(
     let excludes = crate::glob::tree_set(&args.exclude_patterns)?;
     let a = app.clone();
     let text = with_probe(&cx, move |probe| {
+        a.open(&at, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)?; // its refusal, in words
         let mut walker = Walker::new(&at.root, a.policy, probe, a.limits.max_walk_entries);
-        if walker.entries(&at.rel)?.is_none() {
-            return Err(a.fail(&std::io::Error::from(rustix::io::Errno::NOENT), &at));
-        }
-        walker.visited = 0;
         let tree = build_tree(&mut walker, &at.rel, "", &excludes, 0)?;
         let mut text = serde_json::to_string_pretty(&tree).unwrap_or_default();
         if let Some(note) = walker.note() {
@@ -126,18 +123,12 @@ pub async fn search_files(
     let excludes = crate::glob::set(&args.exclude_patterns)?;
     let a = app.clone();
     let (paths, note) = with_probe(&cx, move |probe| {
+        a.open(&at, rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY)?; // its refusal, in words
         let mut walker = Walker::new(&at.root, a.policy, probe, a.limits.max_walk_entries);
         let mut found = Vec::new();
         let mut stack = vec![(at.rel.clone(), String::new())];
-        let mut first = true;
         while let Some((rel, from_start)) = stack.pop() {
-            let Some(entries) = walker.entries(&rel)? else {
-                if first {
-                    return Err(a.fail(&std::io::Error::from(rustix::io::Errno::NOENT), &at));
-                }
-                continue;
-            };
-            first = false;
+            let Some(entries) = walker.entries(&rel)? else { continue };
             let mut dirs = Vec::new();
             for entry in entries {
                 let name = entry.display();
