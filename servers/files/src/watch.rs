@@ -144,7 +144,8 @@ fn read_events(fd: Arc<OwnedFd>, watches: Arc<Mutex<HashMap<i32, Interests>>>, r
                 router.notify_resource_updated(uri);
             }
         }
-        // Writes come in bursts (open, write, close, rename): one notice for a burst.
+        // Writes come in bursts (open, write, close, rename): the pause lets the rest of a burst
+        // pile up and be read as one batch, so a burst gives at most two notices per URI.
         if !changed.is_empty() {
             std::thread::sleep(Duration::from_millis(20));
         }
