@@ -9,6 +9,11 @@ use std::fmt;
 use mcp_types::mrtr::InputRequests;
 use mcp_types::{ErrorCode, ErrorObject};
 
+/// A local error code: the server needs authorization this client may not start.
+pub(crate) const AUTH_REQUIRED: ErrorCode = ErrorCode(-31010);
+/// A local error code: authorization failed.
+pub(crate) const AUTH_FAILED: ErrorCode = ErrorCode(-31011);
+
 /// Why a handler did not produce its result.
 ///
 /// In a tool, [`ToolError::new`] becomes an `isError: true` result whose text is the message: say
@@ -161,11 +166,11 @@ impl Error {
     /// The server needs authorization this client was not allowed to start (stored tokens
     /// only, or no way to reach the user): `mcp login` is the remedy.
     pub fn is_auth_required(&self) -> bool {
-        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == crate::client::AUTH_REQUIRED_CODE)
+        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == AUTH_REQUIRED)
     }
     /// Authorization was tried and failed (refused, misconfigured, unreachable).
     pub fn is_auth_failed(&self) -> bool {
-        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == crate::client::AUTH_FAILED_CODE)
+        matches!(&self.kind, ErrorKind::Rpc(e) if e.code == AUTH_FAILED)
     }
     /// The JSON-RPC error the peer answered with.
     pub fn rpc(&self) -> Option<&ErrorObject> {
@@ -182,7 +187,7 @@ impl fmt::Display for Error {
             ErrorKind::Io(e) => write!(f, "io error: {e}"),
             ErrorKind::Closed => f.write_str("connection closed"),
             ErrorKind::Rpc(e)
-                if e.code == crate::client::AUTH_REQUIRED_CODE || e.code == crate::client::AUTH_FAILED_CODE =>
+                if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED =>
             {
                 f.write_str(&e.message)
             }

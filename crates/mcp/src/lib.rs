@@ -15,15 +15,16 @@ pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod error;
-pub mod fetch;
-pub mod middleware;
+pub mod net;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;
-pub mod tasks;
 pub mod testing;
-pub mod tls;
 pub mod transport;
+pub mod util;
+
+pub use net::{fetch, tls};
+pub use server::{middleware, tasks};
 
 pub use error::{Error, ToolError};
 pub use mcp_types as types;

@@ -29,7 +29,7 @@ use mcp_types::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::client::{Client, ClientOptions, StdioCommand};
-use crate::engine::{serve_connection, ServeOptions};
+use crate::server::connection::{serve_connection, ServeOptions};
 use crate::error::Error;
 use crate::server::Router;
 

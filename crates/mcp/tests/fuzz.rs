@@ -306,7 +306,7 @@ fn id_and_shape(line: &str) -> Option<(String, bool)> {
 fn answers_never_outnumber_requests_and_responses_are_never_answered() {
     use std::collections::HashMap;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let options = mcp::engine::ServeOptions { shutdown_grace: Duration::from_millis(50), ..Default::default() };
+    let options = mcp::server::ServeOptions { shutdown_grace: Duration::from_millis(50), ..Default::default() };
     run((any::<bool>(), prop::collection::vec(session_line(), 1..16)), 64, |(legacy, lines)| {
         runtime.block_on(async {
             let mut peer = mcp::transport::memory::connect_with(router(), options.clone());

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::challenge::{credentials, Challenge, Credentials};
 use super::dpop::{check_proof, ReplayCache, ALGORITHMS};
-use super::identity::Identity;
+use crate::server::identity::Identity;
 use super::verify::{Accepted, TokenCache, TokenError};
 use super::{split_origin, ResourceServer, METADATA_PATH};
 use crate::transport::http::Body;
@@ -278,7 +278,7 @@ impl Peek<'_> {
     }
 
     fn name(&self, method: &str) -> Option<String> {
-        crate::middleware::named_item(method, self.params.map(RawValue::get))
+        crate::server::middleware::named_item(method, self.params.map(RawValue::get))
     }
 }
 

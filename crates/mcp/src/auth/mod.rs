@@ -43,9 +43,7 @@
 
 mod challenge;
 mod dpop;
-mod identity;
 mod layer;
-pub(crate) mod scopes;
 mod verify;
 
 use std::sync::Arc;
@@ -53,15 +51,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-pub use identity::{Identity, Verified};
+pub use crate::server::identity::{Identity, Verified};
 pub use layer::{AuthLayer, AuthService};
-pub use scopes::ScopeHierarchy;
+pub use crate::server::scopes::ScopeHierarchy;
 pub use verify::{
     issuer_metadata, metadata_urls, EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier,
     TokenError, TokenVerifier,
 };
 
-use crate::fetch::Fetcher;
+use crate::net::fetch::Fetcher;
 
 /// The well-known path of protected resource metadata (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

@@ -11,8 +11,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mcp_types::JsonObject;
 use serde_json::Value;
 
-use super::identity::Verified;
-use crate::fetch::Fetcher;
+use crate::server::identity::Verified;
+use crate::net::fetch::Fetcher;
 use futures_util::future::BoxFuture;
 
 /// Why a token was not accepted.
@@ -356,8 +356,8 @@ impl IntrospectionVerifier {
         use base64::Engine as _;
         let credentials = format!(
             "{}:{}",
-            crate::fetch::form_encode(&self.client_id),
-            crate::fetch::form_encode(&self.client_secret)
+            crate::net::fetch::form_encode(&self.client_id),
+            crate::net::fetch::form_encode(&self.client_secret)
         );
         let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
         let form = [("token", token), ("token_type_hint", "access_token")];

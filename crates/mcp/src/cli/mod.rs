@@ -183,7 +183,7 @@ pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
 async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<()> {
     let defaults = ServeArgs::default();
     if args.max_jobs_per_account != defaults.max_jobs_per_account || args.task_ttl != defaults.task_ttl {
-        let config = crate::tasks::TaskConfig {
+        let config = crate::server::tasks::TaskConfig {
             max_per_account: args.max_jobs_per_account as usize,
             ttl: Duration::from_secs(args.task_ttl.max(1)),
             ..router.task_settings().clone()
@@ -197,7 +197,7 @@ async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<(
         #[cfg(feature = "sqlite")]
         Some(("sqlite", path)) if !path.is_empty() => {
             let store =
-                crate::tasks::SqliteStore::open(std::path::Path::new(path)).map_err(|e| invalid(e.to_string()))?;
+                crate::server::tasks::SqliteStore::open(std::path::Path::new(path)).map_err(|e| invalid(e.to_string()))?;
             router.set_task_store(std::sync::Arc::new(store));
             let failed = router.recover_tasks().await.map_err(|e| invalid(e.to_string()))?;
             if failed > 0 {

@@ -10,8 +10,8 @@ use clap::Args;
 use crate::auth::{
     EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier, ResourceServer, TokenVerifier,
 };
-use crate::fetch::Fetcher;
-use crate::middleware::{AuditLog, ConcurrencyLimit, RateLimit, ResponseSizeLimit, Timeout};
+use crate::net::fetch::Fetcher;
+use crate::server::middleware::{AuditLog, ConcurrencyLimit, RateLimit, ResponseSizeLimit, Timeout};
 use crate::server::Router;
 
 /// The environment variable holding the introspection client's secret (instead of a file).
@@ -178,11 +178,11 @@ impl AuthArgs {
     /// scopes added to `router`.
     pub fn resource_server(&self, router: &Router) -> std::io::Result<Option<ResourceServer>> {
         let Some(issuer) = self.auth_issuer.as_deref() else { return Ok(None) };
-        crate::fetch::check_url(issuer).map_err(|e| invalid(format!("--auth-issuer: {e}")))?;
+        crate::net::fetch::check_url(issuer).map_err(|e| invalid(format!("--auth-issuer: {e}")))?;
         let fetcher = Fetcher::new(&[])?;
         let source = match &self.auth_jwks {
             Some(url) => {
-                crate::fetch::check_url(url).map_err(|e| invalid(format!("--auth-jwks: {e}")))?;
+                crate::net::fetch::check_url(url).map_err(|e| invalid(format!("--auth-jwks: {e}")))?;
                 JwksSource::Url(url.clone())
             }
             None => JwksSource::Issuer(issuer.to_owned()),
@@ -191,7 +191,7 @@ impl AuthArgs {
         let verifier: Arc<dyn TokenVerifier> = match &self.auth_introspection {
             None => jwt,
             Some(endpoint) => {
-                crate::fetch::check_url(endpoint).map_err(|e| invalid(format!("--auth-introspection: {e}")))?;
+                crate::net::fetch::check_url(endpoint).map_err(|e| invalid(format!("--auth-introspection: {e}")))?;
                 let client_id = self.auth_client_id.clone().unwrap_or_default();
                 let secret = self.client_secret()?;
                 let opaque = IntrospectionVerifier::new(endpoint, client_id, secret, fetcher).issuer(issuer);
@@ -204,7 +204,7 @@ impl AuthArgs {
             .authorization_server(issuer)
             .resource_name(router.implementation_info().name.clone());
         if let Some(resource) = &self.auth_resource {
-            crate::fetch::check_url(resource).map_err(|e| invalid(format!("--auth-resource: {e}")))?;
+            crate::net::fetch::check_url(resource).map_err(|e| invalid(format!("--auth-resource: {e}")))?;
             server = server.resource(resource);
         }
         Ok(Some(server))

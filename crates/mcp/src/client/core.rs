@@ -33,10 +33,7 @@ pub(crate) const SESSION_EXPIRED: ErrorCode = ErrorCode(-31001);
 pub(crate) const TRANSPORT_FAILED: ErrorCode = ErrorCode(-31002);
 /// A local error code: the server answered, but with a malformed response.
 pub(crate) const MALFORMED_ANSWER: ErrorCode = ErrorCode(-31003);
-/// A local error code: the server needs authorization this client may not start.
-pub(crate) const AUTH_REQUIRED: ErrorCode = ErrorCode(-31010);
-/// A local error code: authorization failed.
-pub(crate) const AUTH_FAILED: ErrorCode = ErrorCode(-31011);
+pub(crate) use crate::error::{AUTH_FAILED, AUTH_REQUIRED};
 
 type ProgressFn = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
@@ -50,7 +47,7 @@ struct Pending {
 /// How the engine sends.
 pub(crate) trait Sender: Send + Sync {
     /// Sends one message.
-    fn send(&self, message: Value) -> crate::server::BoxFuture<Result<(), Error>>;
+    fn send(&self, message: Value) -> crate::util::BoxFuture<Result<(), Error>>;
     /// Stops waiting for the answer to `id` (HTTP: drops its response stream).
     fn abandon(&self, id: &RequestId);
     /// After `initialize`: the negotiated version (HTTP uses it in headers).
@@ -58,7 +55,7 @@ pub(crate) trait Sender: Send + Sync {
     /// After a legacy `initialize`: open what carries server-initiated messages (HTTP: GET).
     fn after_initialize(&self) {}
     /// Ends the connection.
-    fn close(&self) -> crate::server::BoxFuture<()>;
+    fn close(&self) -> crate::util::BoxFuture<()>;
     /// Captured stderr (stdio).
     fn stderr(&self) -> String {
         String::new()

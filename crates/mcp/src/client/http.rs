@@ -16,11 +16,11 @@ use mcp_types::RequestId;
 use serde_json::{json, Value};
 
 use super::auth::{AuthError, Authorizer, Refusal};
-use super::connect::Connector;
+use crate::net::connect::{why, Connector};
 use super::core::{Core, Sender, AUTH_FAILED, AUTH_REQUIRED, SESSION_EXPIRED, TRANSPORT_FAILED};
 use super::sse::{Parser, Resumption};
 use crate::error::Error;
-use crate::server::BoxFuture;
+use crate::util::BoxFuture;
 
 /// The largest JSON response body read; a larger one is a transport failure, not a memory hog.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -95,20 +95,6 @@ fn operation(message: Option<&Value>) -> String {
         Some(name) => format!("{method} {name}"),
         None => method.to_owned(),
     }
-}
-
-/// Why a request failed, in the words of its deepest cause (a refused connection, a certificate
-/// problem explained), not hyper's "client error (Connect)".
-pub(crate) fn why(e: &hyper_util::client::legacy::Error) -> String {
-    let mut deepest: Option<String> = None;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            deepest = Some(io.to_string());
-        }
-        source = cause.source();
-    }
-    deepest.unwrap_or_else(|| e.to_string())
 }
 
 /// A header value as the spec wants it: plain visible ASCII, else `=?base64?...?=`.

@@ -16,7 +16,6 @@
 //! legacy connection and as `input_required` retries on a modern one.
 
 pub mod auth;
-pub(crate) mod connect;
 mod core;
 mod headers;
 pub(crate) mod http;
@@ -41,12 +40,11 @@ use serde_json::{json, Value};
 
 use self::core::Core;
 pub use self::core::Direction;
-pub(crate) use self::core::{AUTH_FAILED as AUTH_FAILED_CODE, AUTH_REQUIRED as AUTH_REQUIRED_CODE};
 pub use stdio::{ServerProcess, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
 use crate::error::Error;
-use crate::server::BoxFuture;
+use crate::util::BoxFuture;
 
 /// A callback that answers one kind of server question.
 pub type Handler<P, R> = Arc<dyn Fn(P) -> BoxFuture<Result<R, String>> + Send + Sync>;

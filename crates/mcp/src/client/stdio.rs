@@ -18,11 +18,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::engine::lines::{Frame, LineReader};
-use crate::transport::stdio::{reader_for, writer_for};
+use crate::engine::fd::{reader_for, writer_for};
 
 use super::core::{Core, Sender};
 use crate::error::Error;
-use crate::server::BoxFuture;
+use crate::util::BoxFuture;
 
 /// Kept of a child's stderr, at most.
 const STDERR_CAP: usize = 64 * 1024;

@@ -1,15 +1,12 @@
-//! The connection engine: reads messages from one peer, runs requests concurrently, routes
-//! responses and cancellations, and writes everything back through one outbox.
-//!
-//! Used by every byte-stream transport (stdio, in-memory, child process). HTTP runs the same
-//! router per POST instead (see `transport::http`).
+//! The engine's parts below the server: framing of JSON lines, raw parameters read in place,
+//! the outbox every message leaves through, the in-flight table, a connection's session state,
+//! and the file-descriptor plumbing of stdio. Nothing here knows about a router; the connection
+//! loop that drives one is `server::connection`, and the client drives the same parts.
 
-pub mod connection;
+pub mod fd;
 pub(crate) mod inflight;
 pub mod lines;
 pub(crate) mod memory;
 pub mod outbox;
 pub(crate) mod raw;
 pub mod session;
-
-pub use connection::{serve_connection, ServeOptions};

@@ -6,7 +6,7 @@ use mcp_types::ErrorObject;
 use serde_json::json;
 
 use super::{describe, Redis};
-use crate::middleware::{Call, Middleware, Next, Outcome, RATE_LIMITED};
+use crate::server::middleware::{Call, Middleware, Next, Outcome, RATE_LIMITED};
 
 /// The bucket: refill since the last take, take one token if there is one, keep the key only
 /// as long as a bucket takes to fill up again. Returns {1, 0} or {0, ms to wait}.

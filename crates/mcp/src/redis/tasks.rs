@@ -12,9 +12,9 @@
 use redis::AsyncCommands;
 
 use super::{describe, Redis, ALIVE};
-use crate::tasks::record::now_ms;
-use crate::tasks::store::failed_by_restart;
-use crate::tasks::{Place, StoreError, StoreFuture, TaskRecord, TaskStore};
+use crate::server::tasks::record::now_ms;
+use crate::server::tasks::store::failed_by_restart;
+use crate::server::tasks::{Place, StoreError, StoreFuture, TaskRecord, TaskStore};
 
 /// What a task whose node died says.
 const ORPHANED: &str = "the server instance running this task stopped; start the work again";

@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
 use crate::error::ToolError;
-use crate::tasks::manager::LiveTask;
-use crate::tasks::record::TaskForm;
+use crate::server::tasks::manager::LiveTask;
+use crate::server::tasks::record::TaskForm;
 
 /// Adds `_meta["io.modelcontextprotocol/related-task"]` to a message's params (2025-11-25).
 fn tag_related(params: &mut Value, task_id: &str) {
@@ -38,7 +38,7 @@ fn tag_related(params: &mut Value, task_id: &str) {
     }
     let meta = params.as_object_mut().map(|p| p.entry("_meta").or_insert_with(|| json!({})));
     if let Some(Value::Object(meta)) = meta {
-        meta.insert(crate::tasks::wire::RELATED_TASK.into(), json!({"taskId": task_id}));
+        meta.insert(crate::server::tasks::wire::RELATED_TASK.into(), json!({"taskId": task_id}));
     }
 }
 
@@ -288,8 +288,8 @@ impl RequestContext {
 
     /// The authenticated caller: the subject, client, scopes and claims of its access token
     /// (HTTP behind a [`ResourceServer`](crate::auth::ResourceServer); `None` on stdio).
-    pub fn caller(&self) -> Option<crate::auth::Identity> {
-        self.extension::<crate::auth::Identity>()
+    pub fn caller(&self) -> Option<crate::server::identity::Identity> {
+        self.extension::<crate::server::identity::Identity>()
     }
 
     pub(crate) fn insert_extension<T: Clone + Send + Sync + 'static>(&self, value: T) {

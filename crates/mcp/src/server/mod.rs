@@ -19,17 +19,22 @@
 mod access;
 pub(crate) mod bounded;
 mod completion;
+pub mod connection;
 mod context;
 mod dispatch;
 pub(crate) mod era;
 mod flat_schema;
+pub mod identity;
+pub mod middleware;
 mod pagination;
 mod params;
 mod prompt;
 mod registry;
 mod resource;
 pub mod schema;
+pub mod scopes;
 pub(crate) mod state;
+pub mod tasks;
 pub(crate) mod tool;
 pub mod uri_template;
 
@@ -44,7 +49,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
 pub use completion::CompletionHandler;
+pub use connection::{serve_connection, ServeOptions};
 pub use context::{Elicitation, RequestContext};
+pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
@@ -53,8 +60,8 @@ pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Rich, Structured, ToolDe
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;
 
-use crate::tasks::manager::TaskManager;
-use crate::tasks::{MemoryStore, TaskConfig, TaskStore};
+use crate::server::tasks::manager::TaskManager;
+use crate::server::tasks::{MemoryStore, TaskConfig, TaskStore};
 use completion::Completers;
 use registry::Registry;
 use state::StateKey;
@@ -79,9 +86,9 @@ pub(crate) struct Inner {
     /// Task settings given after the router was shared (see [`Router::set_task_settings`]).
     pub task_settings: OnceLock<TaskConfig>,
     /// Who may call what.
-    pub scopes: RwLock<crate::auth::scopes::ScopeRules>,
+    pub scopes: RwLock<crate::server::scopes::ScopeRules>,
     /// The middleware layers, outermost first.
-    pub middleware: RwLock<Arc<[Arc<dyn crate::middleware::Middleware>]>>,
+    pub middleware: RwLock<Arc<[Arc<dyn crate::server::middleware::Middleware>]>>,
     /// Told of every `resources/subscribe` and `resources/unsubscribe` (a server that watches).
     pub on_subscribe: OnceLock<SubscribeHook>,
 }
@@ -252,7 +259,7 @@ impl Router {
 
     /// Marks tasks that an earlier process left running as failed, with the reason (call once at
     /// start-up with a durable store). Returns how many.
-    pub async fn recover_tasks(&self) -> Result<usize, crate::tasks::StoreError> {
+    pub async fn recover_tasks(&self) -> Result<usize, crate::server::tasks::StoreError> {
         self.tasks().recover().await
     }
 
@@ -290,7 +297,7 @@ impl Router {
     {
         let scopes = def.scopes.clone();
         let entry = tool::entry(def, handler);
-        let jobs = entry.support.map(|_| crate::tasks::jobs::definitions(&entry.name, self.task_settings()));
+        let jobs = entry.support.map(|_| crate::server::tasks::jobs::definitions(&entry.name, self.task_settings()));
         let entry_name = entry.name.clone();
         let mut registry = self.inner.registry.write().unwrap();
         let replaced = registry.tools.insert(entry.name.clone(), entry);
@@ -298,7 +305,7 @@ impl Router {
         for (def, job) in jobs.into_iter().flatten() {
             self.set_tool_scopes(&def.tool.name, scopes.clone());
             let mut generated = match job.action {
-                crate::tasks::jobs::JobAction::List => tool::entry(def, job_placeholder),
+                crate::server::tasks::jobs::JobAction::List => tool::entry(def, job_placeholder),
                 _ => tool::entry(def, job_id_placeholder),
             };
             generated.job = Some(job);
@@ -545,6 +552,6 @@ async fn job_placeholder(_: NoArgs, _cx: RequestContext) -> Result<String, ToolE
 }
 
 /// The same for the job tools that take a job id.
-async fn job_id_placeholder(_: crate::tasks::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
+async fn job_id_placeholder(_: crate::server::tasks::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
     Err(ToolError::new("job tools are answered by the engine"))
 }

@@ -6,7 +6,6 @@
 //! [`Json<T>`] for structured output (which also fills `outputSchema`).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use mcp_types::content::ContentBlock;
@@ -20,11 +19,10 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::schema::{input_schema_for, schema_for, CompiledSchema};
 use crate::error::ToolError;
-use crate::tasks::jobs::JobTool;
-use crate::tasks::TaskSupport;
+use crate::server::tasks::jobs::JobTool;
+use crate::server::tasks::TaskSupport;
 
-/// A boxed future, as stored handlers return.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub use crate::util::BoxFuture;
 
 /// A tool's checked arguments on their way to its handler: the JSON text itself when a flat schema
 /// checked it in place, else the tree the general validator checked.
@@ -46,7 +44,7 @@ pub(crate) struct ToolEntry {
     make_def: Box<dyn Fn() -> Tool + Send + Sync>,
     schema: OnceLock<Result<CompiledSchema, String>>,
     pub handler: ErasedToolHandler,
-    /// It may run long (see [`crate::tasks`]).
+    /// It may run long (see [`crate::server::tasks`]).
     pub support: Option<TaskSupport>,
     /// It is a generated job tool that follows another tool's jobs.
     pub job: Option<JobTool>,
@@ -243,7 +241,7 @@ impl ToolDef {
     }
 
     /// Declares that the tool may run long: it runs as a task, or a job, whenever it takes longer
-    /// than the grace period (see [`crate::tasks`]); `<name>_status`, `<name>_cancel` and
+    /// than the grace period (see [`crate::server::tasks`]); `<name>_status`, `<name>_cancel` and
     /// `<name>_list` are generated next to it for clients that follow no task form.
     pub fn task_support(mut self, support: TaskSupport) -> Self {
         self.support = Some(support);

@@ -5,7 +5,7 @@
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
-use crate::engine::{serve_connection, ServeOptions};
+use crate::server::connection::{serve_connection, ServeOptions};
 use crate::server::Router;
 
 /// The client's end of an in-memory connection, speaking raw lines.

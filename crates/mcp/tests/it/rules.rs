@@ -123,7 +123,7 @@ async fn requests_run_concurrently() {
 
 #[tokio::test]
 async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
-    let options = mcp::engine::ServeOptions { max_line: 1024, ..Default::default() };
+    let options = mcp::server::ServeOptions { max_line: 1024, ..Default::default() };
     let mut peer = Peer { inner: mcp::transport::memory::connect_with(router(), options) };
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::AuthError;
-use crate::fetch::Fetcher;
+use crate::net::fetch::Fetcher;
 
 /// What came back on the redirect URI: `code`, `state`, `iss`, or `error`.
 pub type Callback = Vec<(String, String)>;
@@ -54,7 +54,7 @@ pub(crate) fn query_pairs(url: &str) -> Callback {
 }
 
 fn decode(text: &str) -> String {
-    crate::server::uri_template::percent_decode(&text.replace('+', " "))
+    crate::util::percent::percent_decode(&text.replace('+', " "))
 }
 
 /// A person with a browser.
@@ -267,7 +267,7 @@ impl Redirect for HeadlessRun {
                 next = if location.starts_with(&self.redirect_uri) {
                     location.to_owned()
                 } else {
-                    crate::fetch::resolve(&base, location).map_err(AuthError::Refused)?.to_string()
+                    crate::net::fetch::resolve(&base, location).map_err(AuthError::Refused)?.to_string()
                 };
             }
             Err(AuthError::Refused("the authorization server redirected more than 20 times".into()))

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::challenge::Challenge;
 use super::AuthError;
 use crate::auth::canonical_resource;
-use crate::fetch::Fetcher;
+use crate::net::fetch::Fetcher;
 
 /// What the authorization server says about itself.
 #[derive(Debug, Clone, Default)]
@@ -118,7 +118,7 @@ fn server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadat
         [("token_endpoint", Some(&token_endpoint)), ("authorization_endpoint", text("authorization_endpoint").as_ref())]
     {
         if let Some(url) = url {
-            crate::fetch::check_url(url).map_err(|e| AuthError::Discovery(format!("{name}: {e}")))?;
+            crate::net::fetch::check_url(url).map_err(|e| AuthError::Discovery(format!("{name}: {e}")))?;
         }
     }
     Ok(ServerMetadata {
@@ -145,7 +145,7 @@ fn server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadat
 
 /// The metadata of the authorization server `issuer`, whose stated issuer must be it exactly.
 pub async fn authorization_server(fetcher: &Fetcher, issuer: &str) -> Result<ServerMetadata, AuthError> {
-    crate::fetch::check_url(issuer).map_err(AuthError::Discovery)?;
+    crate::net::fetch::check_url(issuer).map_err(AuthError::Discovery)?;
     let doc = crate::auth::issuer_metadata(fetcher, issuer).await.map_err(AuthError::Discovery)?;
     server_metadata(&doc)
 }

@@ -8,7 +8,7 @@ use super::pkce::{random_text, Pkce};
 use super::register::Registered;
 use super::token::{self, Endpoint, Tokens};
 use super::{AuthError, Grant};
-use crate::fetch::{form_encode, Fetcher};
+use crate::net::fetch::{form_encode, Fetcher};
 
 /// What every grant needs.
 pub(crate) struct Context<'a> {
@@ -77,7 +77,7 @@ async fn id_jag(
     client_secret: Option<&str>,
     id_token: &str,
 ) -> Result<String, AuthError> {
-    crate::fetch::check_url(endpoint).map_err(AuthError::Discovery)?;
+    crate::net::fetch::check_url(endpoint).map_err(AuthError::Discovery)?;
     let mut form = vec![
         pair("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
         pair("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag"),

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::discovery::ServerMetadata;
 use super::{AuthError, OAuthConfig};
-use crate::fetch::Fetcher;
+use crate::net::fetch::Fetcher;
 
 /// A client identity at one authorization server.
 #[derive(Clone, Serialize, Deserialize, PartialEq)]
@@ -110,7 +110,7 @@ pub async fn dynamic(
             server.issuer
         )));
     };
-    crate::fetch::check_url(endpoint).map_err(AuthError::Discovery)?;
+    crate::net::fetch::check_url(endpoint).map_err(AuthError::Discovery)?;
     let method = if server.auth_methods.iter().any(|m| m == "none") {
         "none".to_owned()
     } else {

@@ -16,7 +16,7 @@ use super::store::{Store, StoreFile, StoredToken};
 use super::token::{Endpoint, Tokens};
 use super::{AuthError, Authorizer, Credentials, Grant, OAuthConfig, Refusal};
 use crate::auth::canonical_resource;
-use crate::fetch::Fetcher;
+use crate::net::fetch::Fetcher;
 
 /// Re-authorizations for more scope, per operation, before giving up: with the first
 /// authorization, three attempts in all.

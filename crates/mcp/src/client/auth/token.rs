@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::keys::{DpopKey, SigningKey};
 use super::register::Registered;
 use super::AuthError;
-use crate::fetch::{form_encode, Fetcher};
+use crate::net::fetch::{form_encode, Fetcher};
 
 /// Tokens from the authorization server.
 #[derive(Clone, Serialize, Deserialize, PartialEq)]

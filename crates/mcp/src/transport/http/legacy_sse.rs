@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, StreamBody};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 
 use super::{plain, sse, Body, Shared};
-use crate::engine::{serve_connection, ServeOptions};
+use crate::server::connection::{serve_connection, ServeOptions};
 
 type Writer = Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>;
 
@@ -37,7 +37,7 @@ impl Table {
 }
 
 /// GET: opens a connection.
-pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::auth::Identity>) -> Response<Body> {
+pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity::Identity>) -> Response<Body> {
     if shared.old_sse.map.lock().unwrap().len() >= shared.old_sse.max {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections");
     }
@@ -48,7 +48,7 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::auth::Identity>) 
     let (server_read, server_write) = tokio::io::split(server);
     let (client_read, client_write) = tokio::io::split(client);
     let router = shared.router.clone();
-    let owner = caller.as_ref().map(crate::auth::Identity::account);
+    let owner = caller.as_ref().map(crate::server::identity::Identity::account);
     let options = ServeOptions { caller, ..ServeOptions::default() };
     tokio::spawn(async move {
         let _ = serve_connection(router, server_read, server_write, options).await;

@@ -63,7 +63,7 @@ pub struct HttpConfig {
     pub json_only: bool,
     /// `retry:` sent with priming events, in milliseconds.
     pub sse_retry_ms: u64,
-    /// The request header naming the account tasks count against (see [`crate::tasks::Account`]).
+    /// The request header naming the account tasks count against (see [`crate::server::tasks::Account`]).
     pub account_header: Option<String>,
     /// Serve HTTPS with this certificate chain and key (PEM files, reloaded when they change).
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
@@ -254,7 +254,7 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     crate::engine::memory::tune_for_large_messages();
     let tls = match &config.tls {
         Some((cert, key)) => {
-            let cert = crate::tls::ReloadingCert::new(cert.clone(), key.clone())?;
+            let cert = crate::net::tls::ReloadingCert::new(cert.clone(), key.clone())?;
             cert.watch(Duration::from_secs(5));
             Some(tokio_rustls::TlsAcceptor::from(cert.server_config()?))
         }
@@ -340,7 +340,7 @@ where
 }
 
 /// The address a request came from, in its extensions: an anonymous caller counts as its
-/// address for the task cap (see [`crate::tasks::Account`]).
+/// address for the task cap (see [`crate::server::tasks::Account`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 

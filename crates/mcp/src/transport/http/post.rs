@@ -18,8 +18,8 @@ use super::directory::{ClusterEvent, STORE_UNAVAILABLE};
 use super::events::EventStream;
 use super::sessions::HttpSession;
 use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared, SharedSessions};
-use crate::auth::Identity;
-use crate::engine::connection::{forward_changes_from, response_bytes};
+use crate::server::identity::Identity;
+use crate::server::connection::{forward_changes_from, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
 use crate::engine::raw::RawParams;
 use crate::engine::session::Session;
@@ -240,7 +240,7 @@ async fn request(
 
 /// Gives the request its caller and the account it counts against: the authenticated caller,
 /// else the configured header, else its legacy session, else its address (an anonymous caller,
-/// who may not list tasks: see [`crate::tasks::ANONYMOUS`]).
+/// who may not list tasks: see [`crate::server::tasks::ANONYMOUS`]).
 fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
     let RequestParts { headers, session, caller, peer } = from;
     let account = match &caller {
@@ -248,9 +248,9 @@ fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: R
         None => account(config, headers, session.as_deref()),
     };
     match (account, peer) {
-        (Some(account), _) => cx.insert_extension(crate::tasks::Account(account)),
+        (Some(account), _) => cx.insert_extension(crate::server::tasks::Account(account)),
         // The account string is made only if tasks ask for it (most requests never do).
-        (None, Some(ip)) => cx.insert_extension(crate::tasks::AnonymousPeer(ip)),
+        (None, Some(ip)) => cx.insert_extension(crate::server::tasks::AnonymousPeer(ip)),
         (None, None) => {}
     }
     if let Some(identity) = caller {
@@ -284,7 +284,7 @@ impl Answer {
     /// 2026-07-28 error has its HTTP status.
     fn of(id: &RequestId, result: Result<Value, ErrorObject>, modern: bool) -> Answer {
         let (status, retry_after) = match &result {
-            Err(e) if e.code == crate::middleware::RATE_LIMITED => {
+            Err(e) if e.code == crate::server::middleware::RATE_LIMITED => {
                 let ms = e.data.as_ref().and_then(|d| d["retryAfterMs"].as_u64()).unwrap_or(1000);
                 (StatusCode::TOO_MANY_REQUESTS, Some(ms.div_ceil(1000).max(1)))
             }

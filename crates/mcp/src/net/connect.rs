@@ -26,7 +26,7 @@ pub(crate) struct Connector {
 impl Connector {
     /// A connector trusting the system's roots and `extra_roots`, with the environment's proxies.
     pub fn new(extra_roots: &[std::path::PathBuf]) -> io::Result<Connector> {
-        Ok(Connector { tls: crate::tls::client_config(extra_roots)?, proxies: Arc::new(Matcher::from_env()) })
+        Ok(Connector { tls: crate::net::tls::client_config(extra_roots)?, proxies: Arc::new(Matcher::from_env()) })
     }
 
     /// The `Proxy-Authorization` an `http` request to `uri` needs, if it goes through a proxy
@@ -138,7 +138,7 @@ impl Connector {
         let name = ServerName::try_from(host.clone())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{host:?} is not a valid server name")))?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await.map_err(|e| {
-            match crate::tls::explain(&e, &host) {
+            match crate::net::tls::explain(&e, &host) {
                 Some(words) => io::Error::new(io::ErrorKind::InvalidData, words),
                 None => io::Error::new(e.kind(), format!("TLS with {host} failed: {e}")),
             }
@@ -158,4 +158,18 @@ impl Connector {
             .map_err(|e| io::Error::other(format!("the proxy {} refused a tunnel to {uri}: {e}", proxy.uri())))?;
         Ok(io.into_inner())
     }
+}
+
+/// Why a request failed, in the words of its deepest cause (a refused connection, a certificate
+/// problem explained), not hyper's "client error (Connect)".
+pub fn why(e: &hyper_util::client::legacy::Error) -> String {
+    let mut deepest: Option<String> = None;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            deepest = Some(io.to_string());
+        }
+        source = cause.source();
+    }
+    deepest.unwrap_or_else(|| e.to_string())
 }

@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{Call, Middleware, Next, Outcome};
-use crate::tasks::record::{iso8601, now_ms};
+use crate::server::tasks::record::{iso8601, now_ms};
 
 /// Writes one JSON line per request.
 pub struct AuditLog {

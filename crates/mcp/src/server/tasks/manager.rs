@@ -135,7 +135,7 @@ impl TaskManager {
         if !self.store.is_shared() {
             return Ok(slot);
         }
-        let place = crate::tasks::record::new_id();
+        let place = crate::server::tasks::record::new_id();
         match self.store.take_place(account, &place, limit).await {
             Ok(Place::Granted) => slot.shared = Some(place),
             Ok(Place::Full(running)) => {

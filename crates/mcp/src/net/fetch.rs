@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 
-use crate::client::connect::Connector;
+use crate::net::connect::Connector;
 
 /// The largest answer read.
 const MAX_BODY: usize = 1024 * 1024;
@@ -143,7 +143,7 @@ impl Fetcher {
         let response = tokio::time::timeout(timeout, self.client.request(request))
             .await
             .map_err(|_| format!("{uri} did not answer within {timeout:?}"))?
-            .map_err(|e| format!("cannot reach {uri}: {}", crate::client::http::why(&e)))?;
+            .map_err(|e| format!("cannot reach {uri}: {}", crate::net::connect::why(&e)))?;
         let status = response.status();
         let headers = response.headers().clone();
         Ok(Streaming { status, headers, body: response.into_body() })
@@ -185,7 +185,7 @@ impl Fetcher {
             let response = tokio::time::timeout(self.timeout, self.client.request(request))
                 .await
                 .map_err(|_| format!("{uri} did not answer within {:?}", self.timeout))?
-                .map_err(|e| format!("cannot reach {uri}: {}", crate::client::http::why(&e)))?;
+                .map_err(|e| format!("cannot reach {uri}: {}", crate::net::connect::why(&e)))?;
             let status = response.status();
             if status.is_redirection() && follow {
                 let location =

@@ -23,12 +23,12 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use super::inflight::{InFlight, Ticket};
-use super::lines::{Frame, LineReader};
-use super::memory;
-use super::outbox::{Outbox, OutboxReceiver};
-use super::raw::{RawParams, Span};
-use super::session::Session;
+use crate::engine::inflight::{InFlight, Ticket};
+use crate::engine::lines::{Frame, LineReader};
+use crate::engine::memory;
+use crate::engine::outbox::{Outbox, OutboxReceiver};
+use crate::engine::raw::{RawParams, Span};
+use crate::engine::session::Session;
 use crate::server::bounded;
 use crate::server::era::{self, Admitted};
 use crate::server::{Change, Router};
@@ -46,7 +46,7 @@ pub struct ServeOptions {
     pub shutdown_grace: Duration,
     /// Who is at the other end, when a transport authenticated it (the 2024-11-05 HTTP
     /// transport behind a resource server): every request carries it.
-    pub caller: Option<crate::auth::Identity>,
+    pub caller: Option<crate::server::identity::Identity>,
 }
 
 impl Default for ServeOptions {
@@ -93,7 +93,7 @@ struct Connection {
     inflight: InFlight,
     tasks: JoinSet<Ticket>,
     forwarder: Option<JoinHandle<()>>,
-    caller: Option<crate::auth::Identity>,
+    caller: Option<crate::server::identity::Identity>,
 }
 
 impl Connection {
@@ -289,7 +289,7 @@ impl Connection {
     fn run(&mut self, request: Admission, raw: RawParams) {
         let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
         if let Some(caller) = &self.caller {
-            cx.insert_extension(crate::tasks::Account(caller.account()));
+            cx.insert_extension(crate::server::tasks::Account(caller.account()));
             cx.insert_extension(caller.clone());
         }
         let router = self.router.clone();

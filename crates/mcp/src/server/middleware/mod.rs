@@ -45,7 +45,7 @@ pub use audit::AuditLog;
 pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
 pub use rate::RateLimit;
 
-use crate::auth::Identity;
+use crate::server::identity::Identity;
 use crate::engine::raw::RawParams;
 use crate::server::RequestContext;
 use crate::Router;
@@ -123,7 +123,7 @@ impl<'a> Call<'a> {
     /// The account the request counts against: the caller, the account header, the legacy
     /// session, or `local` (stdio).
     pub fn account(&self) -> String {
-        crate::tasks::account_of(self.cx)
+        crate::server::tasks::account_of(self.cx)
     }
 }
 
