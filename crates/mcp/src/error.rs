@@ -186,11 +186,7 @@ impl fmt::Display for Error {
         match &self.kind {
             ErrorKind::Io(e) => write!(f, "io error: {e}"),
             ErrorKind::Closed => f.write_str("connection closed"),
-            ErrorKind::Rpc(e)
-                if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED =>
-            {
-                f.write_str(&e.message)
-            }
+            ErrorKind::Rpc(e) if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED => f.write_str(&e.message),
             ErrorKind::Rpc(e) => write!(f, "peer answered with an error: {e}"),
             ErrorKind::Protocol(m) => write!(f, "protocol error: {m}"),
             ErrorKind::Timeout => f.write_str("request timed out"),

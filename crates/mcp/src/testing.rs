@@ -29,8 +29,8 @@ use mcp_types::ErrorCode;
 use serde_json::{json, Value};
 
 use crate::client::{Client, ClientOptions, StdioCommand};
-use crate::server::connection::{serve_connection, ServeOptions};
 use crate::error::Error;
+use crate::server::connection::{serve_connection, ServeOptions};
 use crate::server::Router;
 
 /// A client on `router` served in this process over an in-memory pipe (the same bytes as

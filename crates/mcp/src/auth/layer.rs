@@ -16,10 +16,10 @@ use serde_json::value::RawValue;
 
 use super::challenge::{credentials, Challenge, Credentials};
 use super::dpop::{check_proof, ReplayCache, ALGORITHMS};
-use crate::server::identity::Identity;
 use super::verify::{Accepted, TokenCache, TokenError};
 use super::{split_origin, ResourceServer, METADATA_PATH};
-use crate::transport::http::Body;
+use crate::net::body::{full as full_body, Body};
+use crate::server::identity::Identity;
 use crate::Router;
 
 /// Makes [`AuthService`]s: see [`ResourceServer::layer`].
@@ -318,18 +318,18 @@ fn metadata<B>(shared: &Shared, request: &Request<B>) -> Option<Response<Body>> 
     let mut response = match *request.method() {
         Method::GET | Method::HEAD => {
             let doc = shared.server.metadata(shared.router.scope_rules().all());
-            let mut r = Response::new(crate::transport::http::full_body(doc.to_string()));
+            let mut r = Response::new(full_body(doc.to_string()));
             r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
             r
         }
         Method::OPTIONS => {
-            let mut r = Response::new(crate::transport::http::full_body(Bytes::new()));
+            let mut r = Response::new(full_body(Bytes::new()));
             *r.status_mut() = StatusCode::NO_CONTENT;
             r
         }
         _ => {
-            let mut r = Response::new(crate::transport::http::full_body("use GET"));
+            let mut r = Response::new(full_body("use GET"));
             *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
             r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, OPTIONS"));
             r
@@ -370,7 +370,7 @@ fn challenge(
 
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Body> {
     let body = json!({"error": error, "error_description": description}).to_string();
-    let mut r = Response::new(crate::transport::http::full_body(body));
+    let mut r = Response::new(full_body(body));
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

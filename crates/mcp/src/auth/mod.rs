@@ -52,14 +52,16 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 pub use crate::server::identity::{Identity, Verified};
-pub use layer::{AuthLayer, AuthService};
 pub use crate::server::scopes::ScopeHierarchy;
+pub use layer::{AuthLayer, AuthService};
 pub use verify::{
     issuer_metadata, metadata_urls, EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier,
     TokenError, TokenVerifier,
 };
 
 use crate::net::fetch::Fetcher;
+pub use crate::net::oauth::canonical_resource;
+use crate::net::oauth::split_origin;
 
 /// The well-known path of protected resource metadata (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -215,37 +217,9 @@ impl ResourceServer {
     }
 }
 
-/// `scheme://authority` and the path of a URL.
-fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find('/') {
-        Some(i) => url.split_at(after_scheme + i),
-        None => (url, ""),
-    }
-}
-
-/// A resource URI in canonical form (RFC 8707 and the MCP authorization page): scheme and host
-/// lowercase, no fragment, no query, no trailing slash.
-pub fn canonical_resource(uri: &str) -> String {
-    let uri = uri.split('#').next().unwrap_or_default();
-    let uri = uri.split('?').next().unwrap_or_default();
-    let (origin, path) = split_origin(uri);
-    let mut out = origin.to_ascii_lowercase();
-    out.push_str(path.trim_end_matches('/'));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn canonical_forms() {
-        assert_eq!(canonical_resource("HTTPS://Example.COM/MCP/"), "https://example.com/MCP");
-        assert_eq!(canonical_resource("https://example.com/"), "https://example.com");
-        assert_eq!(canonical_resource("https://example.com/mcp#x"), "https://example.com/mcp");
-        assert_eq!(canonical_resource("http://127.0.0.1:8080/mcp"), "http://127.0.0.1:8080/mcp");
-    }
 
     #[test]
     fn metadata_url_is_path_inserted() {

@@ -11,8 +11,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mcp_types::JsonObject;
 use serde_json::Value;
 
-use crate::server::identity::Verified;
 use crate::net::fetch::Fetcher;
+pub use crate::net::oauth::{issuer_metadata, metadata_urls};
+use crate::server::identity::Verified;
 use futures_util::future::BoxFuture;
 
 /// Why a token was not accepted.
@@ -186,49 +187,6 @@ fn pick(set: &JwkSet, kid: Option<&str>) -> Option<Jwk> {
         None if set.keys.len() == 1 => set.keys.first().cloned(),
         None => None,
     }
-}
-
-/// The well-known URLs of an issuer's metadata, in the order RFC 8414 and OpenID give them.
-pub fn metadata_urls(issuer: &str) -> Vec<String> {
-    let issuer = issuer.trim_end_matches('/');
-    let (origin, path) = match issuer.find("://").and_then(|i| issuer[i + 3..].find('/').map(|j| i + 3 + j)) {
-        Some(split) => (&issuer[..split], &issuer[split..]),
-        None => (issuer, ""),
-    };
-    if path.is_empty() {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server"),
-            format!("{origin}/.well-known/openid-configuration"),
-        ]
-    } else {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{origin}/.well-known/openid-configuration{path}"),
-            format!("{issuer}/.well-known/openid-configuration"),
-        ]
-    }
-}
-
-/// An issuer's metadata, whose `issuer` must be the one asked for.
-pub async fn issuer_metadata(fetcher: &Fetcher, issuer: &str) -> Result<JsonObject, String> {
-    let mut tried = Vec::new();
-    for url in metadata_urls(issuer) {
-        let Ok(answer) = fetcher.get(&url, &[]).await else {
-            tried.push(url);
-            continue;
-        };
-        if !answer.status.is_success() {
-            tried.push(url);
-            continue;
-        }
-        let Ok(Value::Object(metadata)) = answer.json() else { continue };
-        let stated = metadata.get("issuer").and_then(Value::as_str).unwrap_or_default();
-        if stated != issuer {
-            return Err(format!("the metadata at {url} is for issuer {stated:?}, not {issuer:?}"));
-        }
-        return Ok(metadata);
-    }
-    Err(format!("no authorization server metadata for {issuer} (tried {})", tried.join(", ")))
 }
 
 async fn jwks_uri(fetcher: &Fetcher, issuer: &str) -> Result<String, TokenError> {

@@ -196,8 +196,8 @@ async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<(
         _ if store == "memory" => Ok(()),
         #[cfg(feature = "sqlite")]
         Some(("sqlite", path)) if !path.is_empty() => {
-            let store =
-                crate::server::tasks::SqliteStore::open(std::path::Path::new(path)).map_err(|e| invalid(e.to_string()))?;
+            let store = crate::server::tasks::SqliteStore::open(std::path::Path::new(path))
+                .map_err(|e| invalid(e.to_string()))?;
             router.set_task_store(std::sync::Arc::new(store));
             let failed = router.recover_tasks().await.map_err(|e| invalid(e.to_string()))?;
             if failed > 0 {

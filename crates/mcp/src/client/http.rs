@@ -16,10 +16,10 @@ use mcp_types::RequestId;
 use serde_json::{json, Value};
 
 use super::auth::{AuthError, Authorizer, Refusal};
-use crate::net::connect::{why, Connector};
 use super::core::{Core, Sender, AUTH_FAILED, AUTH_REQUIRED, SESSION_EXPIRED, TRANSPORT_FAILED};
 use super::sse::{Parser, Resumption};
 use crate::error::Error;
+use crate::net::connect::{why, Connector};
 use crate::util::BoxFuture;
 
 /// The largest JSON response body read; a larger one is a transport failure, not a memory hog.

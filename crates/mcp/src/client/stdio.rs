@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::engine::lines::{Frame, LineReader};
 use crate::engine::fd::{reader_for, writer_for};
+use crate::engine::lines::{Frame, LineReader};
 
 use super::core::{Core, Sender};
 use crate::error::Error;

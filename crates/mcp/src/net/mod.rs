@@ -3,6 +3,8 @@
 //! and token endpoints, and the TLS configurations. Used by the resource server (`auth`), the
 //! client, and the command line; it uses nothing of theirs.
 
+pub mod body;
 pub mod connect;
 pub mod fetch;
+pub mod oauth;
 pub mod tls;

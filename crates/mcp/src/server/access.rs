@@ -12,10 +12,10 @@ use serde_json::Value;
 use super::context::RequestContext;
 use super::uri_template::UriTemplate;
 use super::Router;
-use crate::server::scopes::ScopeRules;
-use crate::server::scopes::ScopeHierarchy;
 use crate::engine::raw::RawParams;
 use crate::server::middleware::{self, Call, Middleware};
+use crate::server::scopes::ScopeHierarchy;
+use crate::server::scopes::ScopeRules;
 
 fn owned(scopes: &[&str]) -> Vec<String> {
     scopes.iter().map(|s| s.to_string()).collect()

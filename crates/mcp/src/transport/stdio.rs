@@ -10,8 +10,8 @@
 
 use std::io;
 
-pub use crate::engine::fd::{reader_for, take_stdout, writer_for};
 use crate::engine::fd::dup_fd;
+pub use crate::engine::fd::{reader_for, take_stdout, writer_for};
 use crate::server::connection::{serve_connection, ServeOptions};
 use crate::server::Router;
 
@@ -28,4 +28,3 @@ pub async fn serve_with(router: Router, options: ServeOptions) -> io::Result<()>
     let writer = writer_for(protocol_out)?;
     serve_connection(router, reader, writer, options).await
 }
-

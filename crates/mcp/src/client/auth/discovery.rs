@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::challenge::Challenge;
 use super::AuthError;
-use crate::auth::canonical_resource;
 use crate::net::fetch::Fetcher;
+use crate::net::oauth::canonical_resource;
 
 /// What the authorization server says about itself.
 #[derive(Debug, Clone, Default)]
@@ -146,7 +146,7 @@ fn server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadat
 /// The metadata of the authorization server `issuer`, whose stated issuer must be it exactly.
 pub async fn authorization_server(fetcher: &Fetcher, issuer: &str) -> Result<ServerMetadata, AuthError> {
     crate::net::fetch::check_url(issuer).map_err(AuthError::Discovery)?;
-    let doc = crate::auth::issuer_metadata(fetcher, issuer).await.map_err(AuthError::Discovery)?;
+    let doc = crate::net::oauth::issuer_metadata(fetcher, issuer).await.map_err(AuthError::Discovery)?;
     server_metadata(&doc)
 }
 

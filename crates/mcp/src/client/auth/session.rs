@@ -15,8 +15,8 @@ use super::register::{self, Registered};
 use super::store::{Store, StoreFile, StoredToken};
 use super::token::{Endpoint, Tokens};
 use super::{AuthError, Authorizer, Credentials, Grant, OAuthConfig, Refusal};
-use crate::auth::canonical_resource;
 use crate::net::fetch::Fetcher;
+use crate::net::oauth::canonical_resource;
 
 /// Re-authorizations for more scope, per operation, before giving up: with the first
 /// authorization, three attempts in all.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::register::Registered;
 use super::token::Tokens;
-use crate::auth::canonical_resource;
+use crate::net::oauth::canonical_resource;
 
 /// The environment variable naming the store file.
 pub const STORE_ENV: &str = "MCP_AUTH_FILE";

@@ -45,8 +45,8 @@ pub use audit::AuditLog;
 pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
 pub use rate::RateLimit;
 
-use crate::server::identity::Identity;
 use crate::engine::raw::RawParams;
+use crate::server::identity::Identity;
 use crate::server::RequestContext;
 use crate::Router;
 

@@ -2,7 +2,6 @@
 //!
 //! Times are milliseconds since the Unix epoch, written on the wire as ISO 8601 (RFC 3339) UTC.
 
-
 use mcp_types::tasks::TaskStatus;
 use mcp_types::{ErrorObject, JsonObject};
 use serde::{Deserialize, Serialize};

@@ -37,7 +37,6 @@ use mcp_types::{ErrorCode, ErrorObject};
 
 use crate::server::Router;
 use sessions::SessionTable;
-pub(crate) use sse::full as full_body;
 pub use sse::Body;
 
 /// Settings of the HTTP transport.

@@ -18,13 +18,13 @@ use super::directory::{ClusterEvent, STORE_UNAVAILABLE};
 use super::events::EventStream;
 use super::sessions::HttpSession;
 use super::{json, modern_status, plain, rpc_error, security, sse, Body, Shared, SharedSessions};
-use crate::server::identity::Identity;
-use crate::server::connection::{forward_changes_from, response_bytes};
 use crate::engine::outbox::{Outbox, OutboxReceiver};
 use crate::engine::raw::RawParams;
 use crate::engine::session::Session;
 use crate::server::bounded;
+use crate::server::connection::{forward_changes_from, response_bytes};
 use crate::server::era::{self, Admitted};
+use crate::server::identity::Identity;
 
 const SESSION: &str = "mcp-session-id";
 

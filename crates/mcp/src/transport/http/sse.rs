@@ -5,20 +5,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body::Frame;
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, StreamBody};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{EventStream, Next};
 use crate::engine::outbox::OutboxReceiver;
 
-/// The response body type of the HTTP transport.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
-
-/// A body holding `bytes`.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed_unsync()
-}
+pub use crate::net::body::{full, Body};
 
 /// An empty body.
 pub fn empty() -> Body {
