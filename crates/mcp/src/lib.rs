@@ -9,20 +9,25 @@
 //! it. Handlers that must not stop half-way should finish their critical section without awaiting
 //! or spawn it.
 
+#[cfg(feature = "auth")]
 pub mod auth;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "client")]
 pub mod client;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "http")]
 pub mod net;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;
+#[cfg(feature = "client")]
 pub mod testing;
 pub mod transport;
 pub mod util;
 
+#[cfg(feature = "http")]
 pub use net::{fetch, tls};
 pub use server::{middleware, tasks};
 

@@ -326,3 +326,34 @@ fn comments_strings_and_macros_are_not_arrows() {
         BTreeSet::from(["engine".to_owned(), "net".to_owned(), "util".to_owned()])
     );
 }
+
+/// The distinct crates (name and version) of `cargo tree` for mcp-stack without default features.
+fn core_crates(edges: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--locked", "-p", "mcp-stack", "--no-default-features", "-e", edges, "--prefix", "none"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.replace(" (*)", "").replace(" (proc-macro)", ""))
+        .map(|l| l.split(" (").next().unwrap_or_default().trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// A stdio server on `mcp-stack` with default features off (as the README's "Writing a server"
+/// says) compiles at most 100 crates and no C code: a crate that pulls in hyper, rustls or
+/// jsonwebtoken without a feature fails here.
+#[test]
+fn a_stdio_server_compiles_few_crates_and_no_c() {
+    let normal = core_crates("normal");
+    assert!(normal.len() <= 100, "{} crates without default features (at most 100):\n{normal:?}", normal.len());
+    for heavy in ["hyper ", "rustls ", "ring ", "jsonwebtoken ", "clap ", "rusqlite ", "redis "] {
+        assert!(!normal.iter().any(|c| c.starts_with(heavy)), "`{heavy}` is in the stdio core: {normal:?}");
+    }
+    let with_build = core_crates("normal,build");
+    assert!(!with_build.iter().any(|c| c.starts_with("cc ")), "a crate of the stdio core compiles C: {with_build:?}");
+}

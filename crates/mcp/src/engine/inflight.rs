@@ -30,6 +30,7 @@ impl InFlight {
     }
 
     /// Whether nothing is running.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // HTTP sessions ask
     pub fn is_empty(&self) -> bool {
         self.running.is_empty()
     }

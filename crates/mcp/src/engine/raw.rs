@@ -22,6 +22,7 @@ enum Buffer {
     #[default]
     Empty,
     Line(Vec<u8>),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // HTTP bodies
     Body(Bytes),
     Copied(Box<str>),
 }
@@ -49,6 +50,7 @@ impl RawParams {
     }
 
     /// Params found in an HTTP body; the body is shared, not copied.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // HTTP bodies
     pub fn in_body(body: &Bytes, params: Option<&RawValue>) -> RawParams {
         match params.and_then(|p| range_within(body, p)) {
             Some(range) => RawParams { buffer: Buffer::Body(body.clone()), range: Some(range) },

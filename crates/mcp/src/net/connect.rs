@@ -31,6 +31,7 @@ impl Connector {
 
     /// The `Proxy-Authorization` an `http` request to `uri` needs, if it goes through a proxy
     /// with credentials (`https` requests carry them in the CONNECT instead).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))] // the client sends it to its proxy
     pub fn proxy_authorization(&self, uri: &Uri) -> Option<http::HeaderValue> {
         if uri.scheme_str() != Some("http") {
             return None;

@@ -46,6 +46,7 @@ pub struct Identity {
 }
 
 impl Identity {
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))] // made by the resource server
     pub(crate) fn new(verified: Arc<Verified>, token: Arc<str>) -> Identity {
         let account = format!("sub:{}#{}", verified.issuer.as_deref().unwrap_or_default(), verified.subject);
         Identity { verified, token, account: Arc::from(account) }

@@ -67,6 +67,7 @@ impl ScopeRules {
     }
 
     /// Adds to `needed` what one more message of a batch needs.
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))] // the resource server asks
     pub fn add_required(&self, needed: &mut Vec<String>, method: &str, name: Option<&str>) {
         add_all(needed, &self.required(method, name));
     }

@@ -5,6 +5,7 @@
 //! - [`memory`]: an in-process pipe, for tests;
 //! - [`http`]: Streamable HTTP (every era on one endpoint) and the 2024-11-05 HTTP+SSE transport.
 
+#[cfg(feature = "http")]
 pub mod http;
 pub mod memory;
 pub mod stdio;

@@ -67,6 +67,7 @@ pub struct HttpConfig {
     /// Serve HTTPS with this certificate chain and key (PEM files, reloaded when they change).
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Require OAuth access tokens (see [`crate::auth`]); its resource defaults to the URL served.
+    #[cfg(feature = "auth")]
     pub auth: Option<crate::auth::ResourceServer>,
     /// Legacy sessions shared with other nodes (see [`directory`]); `None`: this node's alone.
     pub directory: Option<SharedSessions>,
@@ -97,6 +98,7 @@ impl Default for HttpConfig {
             sse_retry_ms: 1000,
             account_header: None,
             tls: None,
+            #[cfg(feature = "auth")]
             auth: None,
             directory: None,
         }
@@ -261,18 +263,33 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     };
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))] // the resource server is taken out of it
     let mut config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{local}{}", config.path);
     tracing::info!("serving MCP on {url}");
     eprintln!("serving MCP on {url}");
-    let Some(auth) = config.auth.take() else {
-        return serve_service(listener, McpService::new(router, config), tls).await;
-    };
-    if auth.resource_uri().is_none() && local.ip().is_unspecified() {
+    #[cfg(feature = "auth")]
+    if let Some(auth) = config.auth.take() {
+        return serve_protected(router, listener, config, auth, &url, tls).await;
+    }
+    serve_service(listener, McpService::new(router, config), tls).await
+}
+
+/// Serves `router` behind the resource server `auth`, whose resource defaults to `url`.
+#[cfg(feature = "auth")]
+async fn serve_protected(
+    router: Router,
+    listener: tokio::net::TcpListener,
+    config: HttpConfig,
+    auth: crate::auth::ResourceServer,
+    url: &str,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> std::io::Result<()> {
+    if auth.resource_uri().is_none() && listener.local_addr()?.ip().is_unspecified() {
         eprintln!("warning: the resource URI is taken from {url}; give the public one with --auth-resource");
     }
-    let auth = auth.or_resource(&url);
+    let auth = auth.or_resource(url);
     eprintln!(
         "protected resource {} (metadata at its /.well-known/oauth-protected-resource)",
         auth.resource_uri().unwrap_or_default()
