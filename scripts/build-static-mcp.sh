@@ -4,11 +4,13 @@
 # measured on, and runs on any x86_64 Linux whatever its glibc. Host names still resolve through
 # /etc/hosts and DNS (built into static glibc); NSS modules such as mDNS or LDAP are not loaded.
 #
-#   bash scripts/build-static-mcp.sh     # -> target/x86_64-unknown-linux-gnu/release/mcp
+#   bash scripts/build-static-mcp.sh     # -> target/x86_64-unknown-linux-gnu/dist/mcp
+#
+# Built with the `dist` profile (fat LTO, one codegen unit), as published binaries are.
 #
 # An explicit --target keeps the flag off build scripts and proc-macros, which cannot be static.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 triple=x86_64-unknown-linux-gnu
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -p mcp-stack-cli --bin mcp --target "$triple"
-echo "target/$triple/release/mcp"
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile dist --locked -p mcp-stack-cli --bin mcp --target "$triple"
+echo "target/$triple/dist/mcp"

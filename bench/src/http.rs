@@ -117,10 +117,16 @@ pub fn post_request(port: u16, headers: &[(&str, &str)], body: &str) -> Vec<u8> 
 
 /// Requests per second with `conns` connections sending `request` for `duration`.
 pub async fn load(port: u16, request: &[u8], conns: usize, duration: Duration) -> f64 {
+    load_each(port, &vec![request.to_vec(); conns], duration).await
+}
+
+/// Requests per second with one connection per request of `requests`, each sending its own for
+/// `duration` (one client each, as when every client has a token of its own).
+pub async fn load_each(port: u16, requests: &[Vec<u8>], duration: Duration) -> f64 {
     let deadline = Instant::now() + duration;
     let mut tasks = Vec::new();
-    for _ in 0..conns {
-        let request = request.to_vec();
+    for request in requests {
+        let request = request.clone();
         tasks.push(tokio::spawn(async move {
             let mut conn = Conn::open(port).await;
             let mut done = 0u64;

@@ -2,15 +2,17 @@
 //! one run: `echo` tool calls (2026-07-28, stateless) over keep-alive connections at 1, 16 and
 //! 64 connections, printed as ratios. Then the same server behind the OAuth resource server
 //! (`--auth-issuer`, an ES256 JWT on every request, its keys served by this process) against
-//! itself without authorization, at 16 connections. Exits 1 if a target is missed
-//! (`--no-fail`: always 0).
+//! itself without authorization, at 16 connections; and with every layer a production server
+//! turns on (the resource server, a JWT of its own per client so the verdict cache is not all it
+//! measures, `--audit-log` to a file, `--rate-limit` far above the load) against itself with none.
+//! Exits 1 if a target is missed (`--no-fail`: always 0).
 //!
 //! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-http`
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
 use std::time::Duration;
 
-use mcp_bench::http::{load, post_request, HttpProcess};
+use mcp_bench::http::{load, load_each, post_request, HttpProcess};
 use mcp_bench::{report, sibling_binary};
 
 mod issuer {
@@ -65,8 +67,13 @@ mod issuer {
 
         /// A token for `audience`, valid for an hour.
         pub fn token(&self, audience: &str) -> String {
+            self.token_for("bench", audience)
+        }
+
+        /// A token of `subject`'s for `audience`, valid for an hour.
+        pub fn token_for(&self, subject: &str, audience: &str) -> String {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-            let claims = serde_json::json!({"iss": self.url, "sub": "bench", "aud": audience, "exp": now + 3600, "iat": now, "scope": "mcp"});
+            let claims = serde_json::json!({"iss": self.url, "sub": subject, "aud": audience, "exp": now + 3600, "iat": now, "scope": "mcp"});
             let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
             header.kid = Some("bench".into());
             jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_ec_der(&self.pkcs8)).unwrap()
@@ -111,6 +118,61 @@ async fn with_a_jwt(headers: &[(&str, &str)]) -> bool {
     ratio >= target
 }
 
+/// The same server with the resource server (a token per client), an audit log to a file and a
+/// rate limit it never reaches, against itself with no layer, at 16 connections.
+async fn with_every_layer(headers: &[(&str, &str)]) -> bool {
+    const CLIENTS: usize = 16;
+    let issuer = issuer::Issuer::start().await;
+    let audit = std::env::temp_dir().join(format!("bench-http-audit-{}.log", std::process::id()));
+    let plain = HttpProcess::start(&sibling_binary("mcp-example"), &["--http", "{addr}"]);
+    let layered = HttpProcess::start(
+        &sibling_binary("mcp-example"),
+        &[
+            "--http",
+            "{addr}",
+            "--auth-issuer",
+            &issuer.url,
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--rate-limit",
+            "1000000/s",
+        ],
+    );
+    let audience = format!("http://127.0.0.1:{}/mcp", layered.port);
+    let layered_reqs: Vec<Vec<u8>> = (0..CLIENTS)
+        .map(|i| {
+            let bearer = format!("Bearer {}", issuer.token_for(&format!("client-{i}"), &audience));
+            let mut with_token = headers.to_vec();
+            with_token.push(("Authorization", &bearer));
+            post_request(layered.port, &with_token, BODY)
+        })
+        .collect();
+    let plain_req = post_request(plain.port, headers, BODY);
+    load_each(layered.port, &layered_reqs, Duration::from_millis(500)).await; // warm-up, keys fetched
+    load(plain.port, &plain_req, 4, Duration::from_millis(500)).await;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        a.push(load_each(layered.port, &layered_reqs, Duration::from_secs(1)).await);
+        b.push(load(plain.port, &plain_req, CLIENTS, Duration::from_secs(1)).await);
+    }
+    drop(layered);
+    let _ = std::fs::remove_file(&audit);
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let ratio = a[1] / b[1];
+    let target = 0.70;
+    report(
+        "echo with a JWT per client, audit log and rate limit, 16 connections, vs no layer (req/s)",
+        a[1],
+        b[1],
+        "req/s",
+        ratio,
+        &format!(">= {target:.2}"),
+        ratio >= target,
+    );
+    ratio >= target
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let no_fail = std::env::args().any(|a| a == "--no-fail");
@@ -136,6 +198,7 @@ async fn main() {
         report(&name, a[1], b[1], "req/s", ratio, &format!(">= {target:.2}"), ratio >= target);
     }
     ok &= with_a_jwt(&headers).await;
+    ok &= with_every_layer(&headers).await;
     drop((ours, floor)); // killed before exit, which runs no destructors
     if !ok && !no_fail {
         std::process::exit(1);

@@ -103,11 +103,7 @@ fn quoted_len(s: &str, quote: u8) -> usize {
 /// Whether a `'` starts a character literal rather than a lifetime.
 fn is_char_literal(s: &str) -> bool {
     let mut chars = s.chars().skip(1);
-    match (chars.next(), chars.next()) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!((chars.next(), chars.next()), (Some('\\'), _) | (Some(_), Some('\'')))
 }
 
 /// The top-level modules named by `crate::` paths in `code`, `use crate::{a, b::c}` included.

@@ -44,8 +44,13 @@ fn stdio_audit_log_has_one_json_line_per_request() {
     server.send(&json!({"jsonrpc": "2.0", "id": 20, "method": "prompts/get", "params": {"name": "nope"}}));
     assert!(server.recv()["error"].is_object());
     server.finish();
-    let lines = audit_lines(&log);
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    let mut lines = audit_lines(&log);
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let initialize = lines.remove(0);
+    assert_eq!(initialize["method"], "initialize", "initialize is logged like any request: {initialize}");
+    assert_eq!(initialize["client"], json!({"name": "mcp-testing", "version": "1"}));
+    assert_eq!(initialize["protocolVersion"], "2025-06-18");
+    assert_eq!(initialize["outcome"], "ok");
     for (line, id) in lines.iter().zip(ids.iter().chain([20].iter())) {
         assert_eq!(line["requestId"], *id);
         assert!(line["time"].as_str().unwrap().ends_with('Z'));

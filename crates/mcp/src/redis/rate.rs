@@ -58,7 +58,7 @@ impl RedisRateLimit {
 impl Middleware for RedisRateLimit {
     fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            if call.method() == "ping" {
+            if crate::server::middleware::is_upkeep(call.method()) {
                 return next.run(call).await;
             }
             match self.take(&call.account()).await {

@@ -139,6 +139,27 @@ impl Router {
         Ok(super::era::finish(self, method, outcome, modern))
     }
 
+    /// Passes a request the router has already answered (`initialize`) through the middleware
+    /// layers, so they see it like any other; `answer` is what it comes to unless a layer says
+    /// otherwise.
+    pub(crate) async fn serve_answered(
+        &self,
+        method: &str,
+        raw: RawParams,
+        cx: &RequestContext,
+        answer: Result<Value, ErrorObject>,
+    ) -> Result<Value, ErrorObject> {
+        let chain = self.inner.middleware.read().unwrap().clone();
+        if chain.is_empty() {
+            return answer;
+        }
+        let call = Call::new(method, raw, cx, false);
+        let run = std::panic::AssertUnwindSafe(Box::pin(middleware::run_answered(self, &chain, call, answer)));
+        futures_util::FutureExt::catch_unwind(run)
+            .await
+            .unwrap_or_else(|_| Err(ErrorObject::internal("internal error: a middleware layer panicked")))
+    }
+
     fn check_scopes(&self, method: &str, raw: &RawParams, cx: &RequestContext) -> Result<(), ErrorObject> {
         let rules = self.scope_rules();
         if rules.is_empty() {

@@ -313,24 +313,21 @@ impl Connection {
         if self.session.is_some() {
             return self.send_error(Some(id), ErrorObject::invalid_request("the session is already initialized")).await;
         }
-        let (params, result) = match era::initialize(&self.router, params) {
-            Ok(ok) => ok,
+        let caller = self.caller.clone();
+        let extend = |cx: &crate::server::RequestContext| {
+            if let Some(caller) = caller {
+                cx.insert_extension(crate::server::tasks::Account(caller.account()));
+                cx.insert_extension(caller);
+            }
+        };
+        let opened = era::open_session(&self.router, id.clone(), params, self.outbox.clone(), extend).await;
+        let era::Opened { session, result } = match opened {
+            Ok(opened) => opened,
             Err(e) => return self.send_error(Some(id), e).await,
         };
-        let session = Arc::new(Session::new(
-            result.protocol_version.clone(),
-            params.capabilities,
-            params.client_info,
-            self.outbox.clone(),
-        ));
         self.forwarder = Some(tokio::spawn(forward_changes(self.router.clone(), session.clone())));
         self.session = Some(session);
-        send_response(
-            &self.outbox,
-            &id,
-            serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string())),
-        )
-        .await;
+        send_response(&self.outbox, &id, Ok(result)).await;
     }
 
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {

@@ -193,6 +193,66 @@ pub(crate) fn initialize(
     Ok((params, result))
 }
 
+/// A legacy session opened by `initialize`, with the result to send.
+pub(crate) struct Opened {
+    /// The new session (not yet installed anywhere).
+    pub session: Arc<Session>,
+    /// The `initialize` result, as the middleware layers passed it back.
+    pub result: Value,
+}
+
+/// Answers `initialize` through the middleware layers, like any request: the audit log names
+/// it (and its client), a rate limit may refuse it. `extend` adds what the transport knows of
+/// the caller (its identity, its account) to the request's context first. On success the
+/// session is returned for the transport to install; a refusal opens nothing.
+pub(crate) async fn open_session(
+    router: &Router,
+    id: RequestId,
+    params: Option<&RawValue>,
+    outbox: Outbox,
+    extend: impl FnOnce(&RequestContext),
+) -> Result<Opened, ErrorObject> {
+    let computed = initialize(router, params);
+    let (origin, session, answer) = match computed {
+        Ok((params, result)) => {
+            let session = Arc::new(Session::new(
+                result.protocol_version.clone(),
+                params.capabilities,
+                params.client_info,
+                outbox.clone(),
+            ));
+            let answer = serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()));
+            (Origin::Session(session.clone()), Some(session), answer)
+        }
+        Err(e) => {
+            let origin = Origin::Request {
+                protocol_version: requested_version(params).unwrap_or_default(),
+                client_capabilities: ClientCapabilities::default(),
+                client_info: None,
+                log_level: None,
+            };
+            (origin, None, Err(e))
+        }
+    };
+    let parts = ContextParts { id, origin, progress_token: None, outbox, cancel: CancellationToken::new() };
+    let cx = RequestContext::new(parts);
+    extend(&cx);
+    let result =
+        router.serve_answered("initialize", crate::engine::raw::RawParams::copied(params), &cx, answer).await?;
+    let session = session.ok_or_else(|| ErrorObject::internal("initialize was refused"))?;
+    Ok(Opened { session, result })
+}
+
+/// The `protocolVersion` an `initialize` asked for, if it can be read.
+fn requested_version(params: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Asked {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    serde_json::from_str::<Asked>(params?.get()).ok().map(|a| a.protocol_version)
+}
+
 /// Gives a result the fields its era expects.
 pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool) -> Value {
     if !modern {

@@ -427,3 +427,130 @@ async fn a_batch_needs_the_scopes_of_all_its_calls() {
     assert_refused(&reply, 403, Some("insufficient_scope"));
     assert!(challenge(&reply).contains("files:write"));
 }
+
+/// An audit log kept in memory, read as JSON lines.
+#[derive(Clone, Default)]
+struct AuditBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for AuditBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AuditBuffer {
+    fn lines(&self) -> Vec<Value> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+}
+
+/// Reads a 2024-11-05 event stream until it holds `needle`.
+async fn read_until(stream: &mut tokio::net::TcpStream, seen: &mut String, needle: &str) {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        let n = tokio::time::timeout(QUICK, stream.read(&mut buf)).await.expect("the stream answers in time").unwrap();
+        assert!(n > 0, "the stream ended before {needle:?}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[tokio::test]
+async fn the_audit_log_names_initialize_and_the_subject_on_both_http_transports() {
+    use tokio::io::AsyncWriteExt as _;
+    let audit = AuditBuffer::default();
+    let log = audit.clone();
+    let p = protected(move |r| r.layer(mcp::middleware::AuditLog::to_writer(log))).await;
+    let alice = format!("Bearer {}", p.token_with(json!({"sub": "alice"})));
+    let bob = format!("Bearer {}", p.token_with(json!({"sub": "bob"})));
+
+    // Streamable HTTP, a 2025-11-25 session: initialize, then a call.
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "audited-client", "version": "4.2"}}),
+    );
+    let reply =
+        send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT, ("Authorization", &alice)], &init.to_string(), QUICK).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let sid = reply.header("mcp-session-id").unwrap().to_owned();
+    let call = rpc(2, "tools/call", json!({"name": "whoami", "arguments": {}}));
+    let headers = [
+        JSON_SSE,
+        CT,
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Authorization", &alice),
+    ];
+    assert_eq!(send(&p.addr, "POST", "/mcp", &headers, &call.to_string(), QUICK).await.status, 200);
+
+    // The 2024-11-05 transport: the stream opened with bob's token, initialize and a call posted.
+    let mut stream = tokio::net::TcpStream::connect(&p.addr).await.unwrap();
+    let get =
+        format!("GET /sse HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nAuthorization: {bob}\r\n\r\n", p.addr);
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    read_until(&mut stream, &mut seen, "sessionId=").await;
+    let endpoint = seen.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_owned();
+    let old_init = rpc(
+        7,
+        "initialize",
+        json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old-client", "version": "0.9"}}),
+    );
+    let posted = [CT, ("Authorization", bob.as_str())];
+    assert_eq!(send(&p.addr, "POST", &endpoint, &posted, &old_init.to_string(), QUICK).await.status, 202);
+    read_until(&mut stream, &mut seen, "\"protocolVersion\":\"2024-11-05\"").await;
+    let old_call = rpc(8, "tools/call", json!({"name": "whoami", "arguments": {}}));
+    assert_eq!(send(&p.addr, "POST", &endpoint, &posted, &old_call.to_string(), QUICK).await.status, 202);
+    read_until(&mut stream, &mut seen, "\"id\":8").await;
+
+    let lines = audit.lines();
+    let summary: Vec<(String, String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["method"].as_str().unwrap().into(),
+                l["protocolVersion"].as_str().unwrap().into(),
+                l["subject"].as_str().unwrap_or("-").into(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("initialize", "2025-11-25", "alice"),
+        ("tools/call", "2025-11-25", "alice"),
+        ("initialize", "2024-11-05", "bob"),
+        ("tools/call", "2024-11-05", "bob"),
+    ];
+    let expected: Vec<(String, String, String)> =
+        expected.iter().map(|(m, v, s)| (m.to_string(), v.to_string(), s.to_string())).collect();
+    assert_eq!(summary, expected, "{lines:#?}");
+    assert_eq!(lines[0]["client"], json!({"name": "audited-client", "version": "4.2"}));
+    assert_eq!(lines[2]["client"], json!({"name": "old-client", "version": "0.9"}));
+    assert_eq!(lines[0]["clientId"], "c1");
+    assert!(lines.iter().all(|l| l["outcome"] == "ok"), "{lines:#?}");
+    let text = String::from_utf8(audit.0.lock().unwrap().clone()).unwrap();
+    assert!(!text.contains(alice.trim_start_matches("Bearer ")), "the token never reaches the log");
+}
+
+#[tokio::test]
+async fn a_refused_initialize_opens_no_session_and_is_logged() {
+    let audit = AuditBuffer::default();
+    let log = audit.clone();
+    let p = protected(move |r| r.layer(mcp::middleware::AuditLog::to_writer(log))).await;
+    let alice = format!("Bearer {}", p.token_with(json!({"sub": "alice"})));
+    let bad = rpc(1, "initialize", json!({"protocolVersion": 7}));
+    let reply =
+        send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT, ("Authorization", &alice)], &bad.to_string(), QUICK).await;
+    assert_eq!(reply.json()["error"]["code"], -32602, "{}", reply.body);
+    assert!(reply.header("mcp-session-id").is_none(), "no session for a refused initialize");
+    let lines = audit.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!((lines[0]["method"].as_str(), lines[0]["outcome"].as_str()), (Some("initialize"), Some("error")));
+    assert_eq!(lines[0]["errorCode"], -32602);
+    assert_eq!(lines[0]["subject"], "alice");
+}

@@ -1,5 +1,6 @@
-//! The audit log: one JSON line per request (time, request id, account and subject, method,
-//! name, duration, outcome, error code), to stderr or a file. Never the token; the arguments
+//! The audit log: one JSON line per request, `initialize` included (time, request id, account
+//! and subject, method, name, the client of an `initialize`, duration, outcome, error code), to
+//! stderr or a file. Never the token; the arguments
 //! only when asked.
 
 use std::io::Write;
@@ -68,6 +69,11 @@ fn start_entry(call: &Call<'_>, arguments: bool) -> Map<String, Value> {
         entry.insert("name".into(), json!(name));
     }
     entry.insert("protocolVersion".into(), json!(call.protocol_version()));
+    if call.method() == "initialize" {
+        if let Some(client) = initialize_client(call.params_json()) {
+            entry.insert("client".into(), client);
+        }
+    }
     entry.insert("account".into(), json!(call.account()));
     if let Some(caller) = call.caller() {
         entry.insert("subject".into(), json!(caller.subject()));
@@ -82,6 +88,23 @@ fn start_entry(call: &Call<'_>, arguments: bool) -> Map<String, Value> {
         }
     }
     entry
+}
+
+/// The `clientInfo` an `initialize` names: `{"name", "version"}`, nothing else of it.
+fn initialize_client(params: Option<&str>) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Info {
+        name: String,
+        #[serde(default)]
+        version: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "clientInfo")]
+        client_info: Info,
+    }
+    let info = serde_json::from_str::<Params>(params?).ok()?.client_info;
+    Some(json!({"name": info.name, "version": info.version}))
 }
 
 /// How a request ended, as the log names it.

@@ -82,7 +82,7 @@ impl ConcurrencyLimit {
 impl Middleware for ConcurrencyLimit {
     fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            if untimed(call.method()) || call.method() == "ping" {
+            if untimed(call.method()) || super::is_upkeep(call.method()) {
                 return next.run(call).await;
             }
             let Ok(_permit) = self.permits.acquire().await else {

@@ -131,21 +131,44 @@ impl<'a> Call<'a> {
 pub struct Next<'a> {
     router: &'a Router,
     rest: &'a [Arc<dyn Middleware>],
+    /// What the request comes to when the router answered it before the layers ran
+    /// (`initialize`); `None`: the router's handler runs last.
+    answered: Option<Outcome>,
 }
 
 impl<'a> Next<'a> {
     /// Passes `call` on.
     pub fn run(self, call: Call<'a>) -> BoxFuture<'a, Outcome> {
-        match self.rest.split_first() {
-            Some((first, rest)) => first.handle(call, Next { router: self.router, rest }),
-            None => Box::pin(self.router.handle(call.method, call.raw, call.cx, call.modern)),
+        let Next { router, rest, answered } = self;
+        match rest.split_first() {
+            Some((first, rest)) => first.handle(call, Next { router, rest, answered }),
+            None => match answered {
+                Some(outcome) => Box::pin(std::future::ready(outcome)),
+                None => Box::pin(router.handle(call.method, call.raw, call.cx, call.modern)),
+            },
         }
     }
 }
 
 /// Runs `call` through `chain` and then `router`.
 pub(crate) async fn run_chain(router: &Router, chain: &[Arc<dyn Middleware>], call: Call<'_>) -> Outcome {
-    Next { router, rest: chain }.run(call).await
+    Next { router, rest: chain, answered: None }.run(call).await
+}
+
+/// Runs `call` through `chain`, ending in `answer` instead of a handler.
+pub(crate) async fn run_answered(
+    router: &Router,
+    chain: &[Arc<dyn Middleware>],
+    call: Call<'_>,
+    answer: Outcome,
+) -> Outcome {
+    Next { router, rest: chain, answered: Some(answer) }.run(call).await
+}
+
+/// `ping` and `initialize`: the connection's own upkeep, never rate-limited nor queued behind
+/// a concurrency limit (a refused handshake would leave a client with nothing to retry on).
+pub fn is_upkeep(method: &str) -> bool {
+    matches!(method, "ping" | "initialize")
 }
 
 /// The name or URI a request's params name, read as a string only if it is one.

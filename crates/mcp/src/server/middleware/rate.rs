@@ -66,7 +66,7 @@ impl RateLimit {
 impl Middleware for RateLimit {
     fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            if call.method() == "ping" {
+            if super::is_upkeep(call.method()) {
                 return next.run(call).await;
             }
             match self.take(&call.account(), Instant::now()) {

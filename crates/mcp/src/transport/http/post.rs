@@ -196,11 +196,11 @@ async fn request(
     params: Option<&RawValue>,
     raw: RawParams,
 ) -> Response<Body> {
-    let RequestParts { headers, session, caller, peer } = from;
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
-        return initialize(shared, id, params, caller.as_ref()).await;
+        return initialize(shared, id, params, from).await;
     }
+    let RequestParts { headers, session, caller, peer } = from;
     if modern {
         let checked = check_modern_headers(headers, method, params)
             .and_then(|()| check_param_headers(&shared.router, headers, method, params));
@@ -509,16 +509,17 @@ async fn initialize(
     shared: &Arc<Shared>,
     id: RequestId,
     params: Option<&RawValue>,
-    caller: Option<&Identity>,
+    from: RequestParts<'_>,
 ) -> Response<Body> {
-    let (params, result) = match era::initialize(&shared.router, params) {
-        Ok(ok) => ok,
-        Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
-    };
+    let caller = from.caller.clone();
     let (outbox, rx) = Outbox::channel(256);
-    let session =
-        Arc::new(Session::new(result.protocol_version.clone(), params.capabilities, params.client_info, outbox));
-    let Some(entry) = shared.sessions.insert(session, rx, caller.map(Identity::account)) else {
+    let extend = |cx: &crate::RequestContext| attach_caller(cx, &shared.config, from);
+    let era::Opened { session, result } =
+        match era::open_session(&shared.router, id.clone(), params, outbox, extend).await {
+            Ok(opened) => opened,
+            Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
+        };
+    let Some(entry) = shared.sessions.insert(session, rx, caller.as_ref().map(Identity::account)) else {
         let e = ErrorObject::internal("too many sessions: try again later");
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
     };
@@ -526,8 +527,7 @@ async fn initialize(
         shared.sessions.forget(&entry.id);
         return unavailable_for(Some(id), e);
     }
-    let bytes = response_bytes(&id, serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string())));
-    let mut r = json(StatusCode::OK, bytes);
+    let mut r = json(StatusCode::OK, response_bytes(&id, Ok(result)));
     if let Ok(v) = HeaderValue::from_str(&entry.id) {
         r.headers_mut().insert(SESSION, v);
     }
