@@ -170,8 +170,14 @@ pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
         )),
         None => transport::stdio::serve(router).await,
         Some(addr) => {
+            #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
             let mut config = args.http_config();
-            config.auth = args.auth.resource_server(&router)?;
+            #[cfg(feature = "auth")]
+            {
+                config.auth = args.auth.resource_server(&router)?;
+            }
+            #[cfg(not(feature = "auth"))]
+            args.auth.refuse_without_auth()?;
             config.directory = shared.session_directory();
             transport::http::serve_with_config(router, addr, config).await
         }

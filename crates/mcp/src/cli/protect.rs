@@ -2,19 +2,23 @@
 //! and size caps; and what they install on the router.
 
 use std::path::PathBuf;
+#[cfg(feature = "auth")]
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
+#[cfg(feature = "auth")]
 use crate::auth::{
     EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier, ResourceServer, TokenVerifier,
 };
+#[cfg(feature = "auth")]
 use crate::net::fetch::Fetcher;
 use crate::server::middleware::{AuditLog, ConcurrencyLimit, RateLimit, ResponseSizeLimit, Timeout};
 use crate::server::Router;
 
 /// The environment variable holding the introspection client's secret (instead of a file).
+#[cfg(feature = "auth")]
 pub const CLIENT_SECRET_ENV: &str = "MCP_AUTH_CLIENT_SECRET";
 
 /// OAuth: requests over HTTP need an access token of this issuer, for this server.
@@ -174,8 +178,20 @@ impl AuthArgs {
         self.auth_issuer.is_some()
     }
 
+    /// Built without the `auth` feature: `--auth-*` is refused with the reason, not ignored.
+    #[cfg(not(feature = "auth"))]
+    pub fn refuse_without_auth(&self) -> std::io::Result<()> {
+        if self.enabled() {
+            return Err(invalid(
+                "this server was built without OAuth support (feature `auth`): --auth-issuer needs it".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The resource server these options describe (`None` without `--auth-issuer`), the minimum
     /// scopes added to `router`.
+    #[cfg(feature = "auth")]
     pub fn resource_server(&self, router: &Router) -> std::io::Result<Option<ResourceServer>> {
         let Some(issuer) = self.auth_issuer.as_deref() else { return Ok(None) };
         crate::net::fetch::check_url(issuer).map_err(|e| invalid(format!("--auth-issuer: {e}")))?;
@@ -211,6 +227,7 @@ impl AuthArgs {
     }
 
     /// The introspection client's secret: from its file, else the environment.
+    #[cfg(feature = "auth")]
     fn client_secret(&self) -> std::io::Result<String> {
         if let Some(path) = &self.auth_client_secret_file {
             let text = std::fs::read_to_string(path)
