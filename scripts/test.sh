@@ -42,7 +42,7 @@ log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
 log "mcp-stack feature by feature: each compiles alone, and the stdio core keeps its layers and its footprint"
-for feature in "" http auth client cli sqlite redis; do
+for feature in "" http tls auth client cli sqlite redis; do
     cargo check -p mcp-stack --locked --no-default-features ${feature:+--features "$feature"}
 done
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture

@@ -27,7 +27,7 @@ pub mod testing;
 pub mod transport;
 pub mod util;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "tls")]
 pub use net::{fetch, tls};
 pub use server::{middleware, tasks};
 

@@ -253,14 +253,7 @@ pub async fn serve(router: Router, addr: &str) -> std::io::Result<()> {
 /// [`serve`] with settings; Host and Origin are checked when `addr` is a loopback address.
 pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -> std::io::Result<()> {
     crate::engine::memory::tune_for_large_messages();
-    let tls = match &config.tls {
-        Some((cert, key)) => {
-            let cert = crate::net::tls::ReloadingCert::new(cert.clone(), key.clone())?;
-            cert.watch(Duration::from_secs(5));
-            Some(tokio_rustls::TlsAcceptor::from(cert.server_config()?))
-        }
-        None => None,
-    };
+    let tls = tls_acceptor(&config)?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))] // the resource server is taken out of it
@@ -284,7 +277,7 @@ async fn serve_protected(
     config: HttpConfig,
     auth: crate::auth::ResourceServer,
     url: &str,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<crate::net::TlsAcceptor>,
 ) -> std::io::Result<()> {
     if auth.resource_uri().is_none() && listener.local_addr()?.ip().is_unspecified() {
         eprintln!("warning: the resource URI is taken from {url}; give the public one with --auth-resource");
@@ -308,7 +301,7 @@ pub async fn serve_listener(listener: tokio::net::TcpListener, service: McpServi
 pub async fn serve_tls_listener(
     listener: tokio::net::TcpListener,
     service: McpService,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<crate::net::TlsAcceptor>,
 ) -> std::io::Result<()> {
     serve_service(listener, service, tls).await
 }
@@ -318,7 +311,7 @@ pub async fn serve_tls_listener(
 pub async fn serve_service<S>(
     listener: tokio::net::TcpListener,
     service: S,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<crate::net::TlsAcceptor>,
 ) -> std::io::Result<()>
 where
     S: tower_service::Service<Request<hyper::body::Incoming>, Response = Response<Body>, Error = Infallible>
@@ -342,17 +335,58 @@ where
         tokio::spawn(async move {
             match tls {
                 None => serve_connection(hyper_util::rt::TokioIo::new(stream), service, peer).await,
-                Some(acceptor) => {
-                    let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await;
-                    match handshake {
-                        Ok(Ok(tls)) => serve_connection(hyper_util::rt::TokioIo::new(tls), service, peer).await,
-                        Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
-                        Err(_) => tracing::debug!("TLS handshake timed out"),
-                    }
-                }
+                Some(acceptor) => serve_tls_connection(acceptor, stream, service, peer).await,
             }
         });
     }
+}
+
+/// The acceptor `--tls-cert`/`--tls-key` ask for (the certificate reloaded when its files
+/// change), `None` for plain HTTP.
+#[cfg(feature = "tls")]
+fn tls_acceptor(config: &HttpConfig) -> std::io::Result<Option<crate::net::TlsAcceptor>> {
+    let Some((cert, key)) = &config.tls else { return Ok(None) };
+    let cert = crate::net::tls::ReloadingCert::new(cert.clone(), key.clone())?;
+    cert.watch(Duration::from_secs(5));
+    Ok(Some(tokio_rustls::TlsAcceptor::from(cert.server_config()?)))
+}
+
+/// Built without the `tls` feature: a certificate is refused with the reason.
+#[cfg(not(feature = "tls"))]
+fn tls_acceptor(config: &HttpConfig) -> std::io::Result<Option<crate::net::TlsAcceptor>> {
+    match config.tls {
+        None => Ok(None),
+        Some(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "this server was built without TLS support (feature `tls`): --tls-cert needs it",
+        )),
+    }
+}
+
+/// The TLS handshake (bounded to 10 s), then HTTP/1.1 on the encrypted stream.
+#[cfg(feature = "tls")]
+async fn serve_tls_connection<S>(
+    acceptor: crate::net::TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    service: S,
+    peer: SocketAddr,
+) where
+    S: tower_service::Service<Request<hyper::body::Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => serve_connection(hyper_util::rt::TokioIo::new(tls), service, peer).await,
+        Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!("TLS handshake timed out"),
+    }
+}
+
+#[cfg(not(feature = "tls"))]
+async fn serve_tls_connection<S>(acceptor: crate::net::TlsAcceptor, _: tokio::net::TcpStream, _: S, _: SocketAddr) {
+    match acceptor {}
 }
 
 /// The address a request came from, in its extensions: an anonymous caller counts as its
