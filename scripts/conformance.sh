@@ -38,6 +38,45 @@ cli=$(ls "$CONFORMANCE_CACHE"/conformance-"$ALPHA"-sdk*/node_modules/@modelconte
 skip=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\1/p' | grep -v '^tasks-' | tr '\n' ' ')
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "$url"
 
+# Each revision at its own wire, as the suite scores it: exactly the scenarios the revision
+# requires, frozen at its release, and the not-scored ones it runs beside them (pending, added
+# later, extensions). Every one must pass, the not-scored ones too; a warning is a failure.
+run_requirements() { # revision
+    local rev=$1 dir out rc
+    dir=$(mktemp -d /tmp/mcp-conformance-req.XXXXXX)
+    out=$(timeout -k 5 900 "$node" "$cli" server --url "$url" --requirements "$rev" -o "$dir" 2>&1) && rc=0 || rc=$?
+    out=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out")
+    local total notscored statuses
+    total=$(grep -E '^Total: ' <<<"$out" | tail -n 1)
+    notscored=$(grep -E '^Not scored for ' <<<"$out" | tail -n 1)
+    # Every check of every scenario: failures, warnings, and the scenarios that checked nothing.
+    statuses=$("$node" -e '
+      const fs = require("fs"), path = require("path");
+      let failures = 0, warnings = 0; const empty = [];
+      for (const d of fs.readdirSync(process.argv[1])) {
+        const f = path.join(process.argv[1], d, "checks.json");
+        if (!fs.existsSync(f)) continue;
+        const checks = JSON.parse(fs.readFileSync(f, "utf8"));
+        failures += checks.filter(c => c.status === "FAILURE").length;
+        warnings += checks.filter(c => c.status === "WARNING").length;
+        if (!checks.some(c => c.status === "SUCCESS")) empty.push(checks[0] ? checks[0].id : d);
+      }
+      console.log(failures, warnings, empty.join(","));' "$dir")
+    read -r failures warnings empty <<<"$statuses"
+    echo "--requirements $rev: $total; $notscored; $failures failed checks, $warnings warnings; checked nothing: ${empty:-none}" >&2
+    if [ "$rc" -ne 0 ] || ! grep -qE ', 0 failed$' <<<"$total" || { [ -n "$notscored" ] && ! grep -q ', 0 failing' <<<"$notscored"; } \
+        || [ "$failures" -ne 0 ] || [ "$warnings" -ne 0 ]; then
+        tail -n 40 <<<"$out" >&2
+        return 1
+    fi
+}
+requirements_failed=0
+for rev in 2025-11-25 2026-07-28; do
+    echo "== conformance $ALPHA --requirements $rev" >&2
+    run_requirements "$rev" || requirements_failed=1
+done
+[ "$requirements_failed" -eq 0 ] || { echo "the --requirements runs failed" >&2; exit 1; }
+
 # --- client scenarios: the suite drives mcp-client-conformance against its own test servers ---
 # Every client scenario of both suites, the OAuth ones (auth/*, their extensions included) too;
 # the alpha's auth scenarios that 2025-11-25 and 2026-07-28 both require run at each wire. Only

@@ -247,9 +247,23 @@ fn json_schema_2020_12() -> serde_json::Map<String, Value> {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
-        "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-        "additionalProperties": false
+        "$defs": {"address": {
+            "$anchor": "address",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+        }},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "kind": {"enum": ["person", "company"]},
+            "registration": {"type": "string"}
+        },
+        "additionalProperties": false,
+        // SEP-2106: composition, conditionals and $anchor pass through unchanged.
+        "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}]}],
+        "if": {"properties": {"kind": {"const": "company"}}, "required": ["kind"]},
+        "then": {"required": ["registration"]},
+        "else": {"not": {"required": ["registration"]}}
     });
     schema.as_object().cloned().unwrap_or_default()
 }
