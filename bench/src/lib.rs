@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 pub fn sibling_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let path = exe.parent().unwrap().join(name);
-    assert!(path.exists(), "{} not found: build it first (cargo build --release --workspace)", path.display());
+    assert!(path.exists(), "{} not found: build it first (cargo build --profile dist --workspace)", path.display());
     path
 }
 

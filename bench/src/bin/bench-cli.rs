@@ -6,7 +6,7 @@
 //! directory here); the run with `--reprobe` shows what a first contact costs (the
 //! `server/discover` probe answered before the call goes out).
 //!
-//! Run: `cargo build --release -p mcp-stack-cli -p mcp-example -p mcp-bench && target/release/bench-cli`
+//! Run: `cargo build --profile dist -p mcp-stack-cli -p mcp-example -p mcp-bench && target/dist/bench-cli`
 //! (`--mcp PATH` measures another build of `mcp`, e.g. the static one of
 //! `scripts/build-static-mcp.sh`).
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout

@@ -4,7 +4,7 @@
 //! per call through a counting proxy in front of Redis. Targets: 2026-07-28 calls make no round
 //! trip; legacy calls at most one (pipelined). Exits 1 if a target is missed (`--no-fail`: 0).
 //!
-//! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-cluster`
+//! Run: `cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-cluster`
 //! (needs `redis-server`).
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 

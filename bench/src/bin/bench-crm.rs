@@ -5,7 +5,7 @@
 //! database). Then the cold start to the first answer against `mcp-example`'s.
 //! Target: p50 under 2 ms for 3+ characters on SQLite. Exits 1 if missed (`--no-fail`: 0).
 //!
-//! Run: `cargo build --release -p crm-mcp -p mcp-example -p mcp-bench && target/release/bench-crm`
+//! Run: `cargo build --profile dist -p crm-mcp -p mcp-example -p mcp-bench && target/dist/bench-crm`
 //! (`--no-postgres` for SQLite only).
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 

@@ -6,7 +6,7 @@
 //! Our target: every walk of the 100,000 files under one second warm.
 //!
 //! ```text
-//! cargo build --release -p files-mcp -p mcp-bench && target/release/bench-files
+//! cargo build --profile dist -p files-mcp -p mcp-bench && target/dist/bench-files
 //! ```
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout

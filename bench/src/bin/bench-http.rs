@@ -7,7 +7,7 @@
 //! measures, `--audit-log` to a file, `--rate-limit` far above the load) against itself with none.
 //! Exits 1 if a target is missed (`--no-fail`: always 0).
 //!
-//! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-http`
+//! Run: `cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-http`
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
 use std::time::Duration;

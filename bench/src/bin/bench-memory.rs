@@ -3,7 +3,7 @@
 //! of invalid JSON, and the echo again), and its peak resident set (VmHWM) is read after each.
 //! Target: under 40 MiB for the whole session. Exits 1 if missed (`--no-fail`: always 0).
 //!
-//! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-memory`
+//! Run: `cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-memory`
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 

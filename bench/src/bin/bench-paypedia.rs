@@ -2,7 +2,7 @@
 //! spawn-to-first-`tools/call`-answer against `mcp-example` measured in the same run.
 //! Exits 1 if a target is missed (with `--no-fail`, always 0).
 //!
-//! Run: `cargo build --release -p paypedia -p mcp-example -p mcp-bench && target/release/bench-paypedia`
+//! Run: `cargo build --profile dist -p paypedia -p mcp-example -p mcp-bench && target/dist/bench-paypedia`
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
 use std::hint::black_box;

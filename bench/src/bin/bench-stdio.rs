@@ -3,7 +3,7 @@
 //! server's peak memory after 100,000 calls. Prints ratios and exits 1 if a target is missed
 //! (with `--no-fail`, always 0).
 //!
-//! Run: `cargo build --release -p mcp-example -p mcp-bench && target/release/bench-stdio`
+//! Run: `cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-stdio`
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 

@@ -7,7 +7,7 @@
 //!   trivial tool, in `mcp-server-conformance`: medians over many rounds, as a ratio.
 //!
 //! Exits 1 if a target is missed (`--no-fail`: always 0).
-//! Run: `cargo build --release --workspace && target/release/bench-tasks`
+//! Run: `cargo build --profile dist --workspace && target/dist/bench-tasks`
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
