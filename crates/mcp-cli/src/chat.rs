@@ -52,6 +52,11 @@ pub struct ChatArgs {
     /// Tokens per model reply
     #[arg(long, default_value_t = 4096)]
     pub max_tokens: u32,
+    /// Where an OpenAI-format request puts that limit: auto (max_completion_tokens on OpenAI's
+    /// API and for reasoning models, max_tokens elsewhere, switching when a server refuses one),
+    /// max_tokens, or max_completion_tokens
+    #[arg(long, value_name = "FIELD", default_value = "auto")]
+    pub max_tokens_field: mcp_host::provider::MaxTokensField,
     /// The model's context window in tokens (default: from its name)
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<usize>,
@@ -173,7 +178,8 @@ fn provider(args: &ChatArgs, cacerts: &[PathBuf]) -> Result<(Arc<dyn Provider>, 
     }
     let model =
         args.model.clone().unwrap_or_else(|| if args.base_url.is_some() { "default".into() } else { "gpt-4.1".into() });
-    Ok((Arc::new(OpenAi::new(args.base_url.as_deref(), openai_key.as_deref(), cacerts)?), model))
+    let openai = OpenAi::new(args.base_url.as_deref(), openai_key.as_deref(), cacerts)?;
+    Ok((Arc::new(openai.max_tokens_field(args.max_tokens_field)), model))
 }
 
 /// Prints events: JSON lines with `--json`; else text to stdout as it streams (interactive),

@@ -127,6 +127,48 @@ async fn two_servers_and_a_name_collision_over_the_openai_format() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn reasoning_models_get_max_completion_tokens_and_a_refused_field_is_switched() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "servers.json", json!({"paypedia": stdio(paypedia())}));
+    let cfg = cfg.to_str().unwrap();
+    let limit = |body: &Value| (body.get("max_tokens").cloned(), body.get("max_completion_tokens").cloned());
+
+    // A reasoning model on a compatible server: max_completion_tokens from the first request.
+    let provider = ScriptedProvider::start(Flavor::OpenAi, vec![Step::say("reasoned")]).await;
+    let args = ["--provider", "openai", "--model", "o3-mini", "--max-tokens", "777", "--config", cfg, "-p", "think"];
+    let out = chat(dir.path(), &provider.url, &args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(limit(&provider.requests()[0]), (None, Some(json!(777))));
+
+    // Another model: max_tokens, until the server refuses it by name; the turn is sent again
+    // with the other field, and the answer arrives.
+    let refusal = r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error"}}"#;
+    let script = vec![Step::Fail(400, refusal.into(), None), Step::say("answered")];
+    let provider = ScriptedProvider::start(Flavor::OpenAi, script).await;
+    let args = ["--provider", "openai", "--model", "gpt-4o", "--config", cfg, "-p", "hello"];
+    let out = chat(dir.path(), &provider.url, &args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("answered"), "{stdout}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "one refusal, one retry");
+    assert_eq!(limit(&requests[0]), (Some(json!(4096)), None));
+    assert_eq!(limit(&requests[1]), (None, Some(json!(4096))));
+
+    // --max-tokens-field chooses, for a server that only knows max_tokens.
+    let provider = ScriptedProvider::start(Flavor::OpenAi, vec![Step::say("ok")]).await;
+    let args =
+        ["--provider", "openai", "--model", "gpt-5", "--max-tokens-field", "max_tokens", "--config", cfg, "-p", "x"];
+    let out = chat(dir.path(), &provider.url, &args);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(limit(&provider.requests()[0]), (Some(json!(4096)), None));
+    let bad = chat(dir.path(), &provider.url, &["--max-tokens-field", "tokens", "-p", "x"]);
+    assert_eq!(bad.status.code(), Some(2), "a usage error: {:?}", text(&bad));
+    assert!(text(&bad).1.contains("use auto, max_tokens or max_completion_tokens"), "{:?}", text(&bad));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn without_a_terminal_a_tool_that_may_change_things_is_denied_and_json_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "servers.json", json!({"example": stdio(example())}));

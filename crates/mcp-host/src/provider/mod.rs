@@ -12,7 +12,7 @@ use serde_json::Value;
 
 pub use anthropic::Anthropic;
 pub use http::{Endpoint, Retry};
-pub use openai::OpenAi;
+pub use openai::{is_reasoning_model, MaxTokensField, OpenAi};
 
 /// Who speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

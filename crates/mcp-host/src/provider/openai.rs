@@ -11,10 +11,57 @@ use super::{
     parse_arguments, Endpoint, Message, OnText, Part, Provider, ProviderError, Request, Role, Stop, Turn, Usage,
 };
 
+const OFFICIAL: &str = "https://api.openai.com/v1";
+
+/// The field that carries a reply's token limit. OpenAI's reasoning models (o1, o3, o4-mini,
+/// gpt-5 and later) refuse `max_tokens` and want `max_completion_tokens`; servers that only know
+/// the older field (some llama.cpp or Ollama builds) ignore or refuse the newer one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` on OpenAI's own API and for reasoning models anywhere,
+    /// `max_tokens` otherwise; and the other one, from then on, when a server refuses the one
+    /// sent by name.
+    #[default]
+    Auto,
+    /// Always `max_tokens`.
+    MaxTokens,
+    /// Always `max_completion_tokens`.
+    MaxCompletionTokens,
+}
+
+impl std::str::FromStr for MaxTokensField {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(MaxTokensField::Auto),
+            "max_tokens" => Ok(MaxTokensField::MaxTokens),
+            "max_completion_tokens" => Ok(MaxTokensField::MaxCompletionTokens),
+            other => Err(format!("{other:?}: use auto, max_tokens or max_completion_tokens")),
+        }
+    }
+}
+
+/// Whether `model` is one of OpenAI's reasoning models (`o1`, `o3-mini`, `o4-mini`, `gpt-5`,
+/// `gpt-5.1-codex`, later `gpt-N`), a router's `openai/` prefix allowed.
+pub fn is_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let bytes = name.as_bytes();
+    if bytes.first() == Some(&b'o') && bytes.get(1).is_some_and(u8::is_ascii_digit) {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("gpt-") else { return false };
+    let major: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    major.parse::<u32>().is_ok_and(|n| n >= 5)
+}
+
 /// An OpenAI-compatible Chat Completions API.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct OpenAi {
     endpoint: Endpoint,
+    field: MaxTokensField,
+    official: bool,
+    /// Set once a server refused `max_tokens` by name (under `Auto`): send the other from then on.
+    switched: std::sync::atomic::AtomicBool,
 }
 
 impl OpenAi {
@@ -26,22 +73,56 @@ impl OpenAi {
         ca_files: &[std::path::PathBuf],
     ) -> Result<OpenAi, String> {
         let headers = api_key.map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
-        Ok(OpenAi { endpoint: Endpoint::new(base_url.unwrap_or("https://api.openai.com/v1"), headers, ca_files)? })
+        let base = base_url.unwrap_or(OFFICIAL);
+        Ok(OpenAi {
+            endpoint: Endpoint::new(base, headers, ca_files)?,
+            field: MaxTokensField::Auto,
+            official: base.trim_end_matches('/') == OFFICIAL,
+            switched: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
-    /// The request body.
+    /// Chooses the token-limit field (`--max-tokens-field`).
+    pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.field = field;
+        self
+    }
+
+    /// The field this request's token limit goes in.
+    fn limit_field(&self, model: &str) -> &'static str {
+        let completion = match self.field {
+            MaxTokensField::MaxTokens => false,
+            MaxTokensField::MaxCompletionTokens => true,
+            MaxTokensField::Auto => {
+                let preferred = self.official || is_reasoning_model(model);
+                preferred != self.switched.load(std::sync::atomic::Ordering::Relaxed)
+            }
+        };
+        if completion {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        }
+    }
+
+    /// The request body, the token limit in `max_tokens`.
     pub fn body(request: &Request) -> Value {
+        OpenAi::body_with(request, "max_tokens")
+    }
+
+    /// The request body, the token limit in `limit_field`.
+    pub fn body_with(request: &Request, limit_field: &str) -> Value {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
         for m in &request.messages {
             messages.extend(encode(m));
         }
         let mut body = json!({
             "model": request.model,
-            "max_tokens": request.max_tokens,
             "stream": true,
             "stream_options": {"include_usage": true},
             "messages": messages,
         });
+        body[limit_field] = json!(request.max_tokens);
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -200,26 +281,57 @@ impl Assembly {
 impl Provider for OpenAi {
     fn turn<'a>(&'a self, request: &'a Request, on_text: OnText<'a>) -> BoxFuture<'a, Result<Turn, ProviderError>> {
         Box::pin(async move {
-            let body = OpenAi::body(request);
-            let mut assembly = Assembly::default();
-            self.endpoint
-                .stream("/chat/completions", &body, |event| {
-                    if event.data.trim() == "[DONE]" {
-                        assembly.done = true;
-                        return Ok(());
-                    }
-                    let chunk: Value = serde_json::from_str(&event.data)
-                        .map_err(|e| ProviderError::Transport(format!("a stream chunk is not JSON: {e}")))?;
-                    assembly.on(&chunk, on_text)
-                })
-                .await?;
-            assembly.finish()
+            let field = self.limit_field(&request.model);
+            match self.stream_turn(request, field, &mut *on_text).await {
+                Err(ProviderError::BadRequest(why))
+                    if self.field == MaxTokensField::Auto && refuses_field(&why, field) =>
+                {
+                    // The server named the field it refuses: the other one, from now on.
+                    self.switched.fetch_xor(true, std::sync::atomic::Ordering::Relaxed);
+                    tracing::info!("the provider refused {field}; sending the other token-limit field");
+                    self.stream_turn(request, self.limit_field(&request.model), on_text).await
+                }
+                outcome => outcome,
+            }
         })
     }
 
     fn name(&self) -> &str {
         "openai"
     }
+}
+
+impl OpenAi {
+    async fn stream_turn(&self, request: &Request, field: &str, on_text: OnText<'_>) -> Result<Turn, ProviderError> {
+        let body = OpenAi::body_with(request, field);
+        let mut assembly = Assembly::default();
+        self.endpoint
+            .stream("/chat/completions", &body, |event| {
+                if event.data.trim() == "[DONE]" {
+                    assembly.done = true;
+                    return Ok(());
+                }
+                let chunk: Value = serde_json::from_str(&event.data)
+                    .map_err(|e| ProviderError::Transport(format!("a stream chunk is not JSON: {e}")))?;
+                assembly.on(&chunk, on_text)
+            })
+            .await?;
+        assembly.finish()
+    }
+}
+
+/// Whether a 400's message refuses `field` by name: the first parameter it quotes is `field`
+/// (OpenAI: "Unsupported parameter: 'max_tokens' is not supported with this model. Use
+/// 'max_completion_tokens' instead.").
+fn refuses_field(message: &str, field: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    let refusal = ["unsupported", "not supported", "unrecognized", "unknown"].iter().any(|w| lower.contains(w));
+    let first_quoted = lower
+        .split(['\'', '"', '`'])
+        .enumerate()
+        .find(|(i, part)| i % 2 == 1 && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !part.is_empty())
+        .map(|(_, part)| part);
+    refusal && first_quoted == Some(field)
 }
 
 #[cfg(test)]
@@ -233,6 +345,33 @@ mod tests {
         }
         assembly.done = done;
         assembly.finish()
+    }
+
+    #[test]
+    fn reasoning_models_are_told_apart() {
+        for model in
+            ["o1", "o1-mini", "o3", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5.1-codex", "openai/o3", "GPT-6"]
+        {
+            assert!(is_reasoning_model(model), "{model}");
+        }
+        for model in ["gpt-4o", "gpt-4.1-mini", "gpt-3.5-turbo", "llama3.2", "qwen2.5:7b", "omni", "mistral"] {
+            assert!(!is_reasoning_model(model), "{model}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_that_names_the_field_is_told_from_other_refusals() {
+        let openai = "HTTP 400: Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
+        assert!(refuses_field(openai, "max_tokens"));
+        assert!(
+            !refuses_field(openai, "max_completion_tokens"),
+            "the other field is the remedy it names, not what it refuses"
+        );
+        assert!(refuses_field(
+            "HTTP 400: unrecognized request argument supplied: 'max_completion_tokens'",
+            "max_completion_tokens"
+        ));
+        assert!(!refuses_field("HTTP 400: messages: at least one message is required", "max_tokens"));
     }
 
     #[test]
