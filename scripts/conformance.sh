@@ -12,7 +12,8 @@ export CONFORMANCE_CACHE=${CONFORMANCE_CACHE:-/tmp/mcp-conformance-cache}
 export CONFORMANCE_STRICT=1
 
 # The same package set as interop.sh: one feature unification, one build of the shared crates.
-cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance \
+    --features paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port/mcp"
 ./target/debug/mcp-server-conformance --http "127.0.0.1:$port" 2>/tmp/mcp-server-conformance.log &

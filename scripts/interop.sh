@@ -41,7 +41,8 @@ cp tests/interop/*.mjs "$work/"
 ln -s "$CACHE/sdk-$SDK/node_modules" "$work/node_modules"
 
 # The same package set as conformance.sh: one feature unification, one build of the shared crates.
-cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance \
+    --features paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite
 mcp=./target/debug/mcp
 example=./target/debug/mcp-example
 passed=0; failed=0

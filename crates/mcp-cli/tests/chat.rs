@@ -169,6 +169,31 @@ async fn reasoning_models_get_max_completion_tokens_and_a_refused_field_is_switc
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_and_a_bad_parameter_are_said_in_words_and_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "servers.json", json!({"paypedia": stdio(paypedia())}));
+    let cfg = cfg.to_str().unwrap();
+    let wrong_key = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+    let provider = ScriptedProvider::start(Flavor::Anthropic, vec![Step::Fail(401, wrong_key.into(), None)]).await;
+    let out = chat(dir.path(), &provider.url, &["--config", cfg, "-p", "hi"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
+    assert!(stderr.contains("invalid x-api-key"), "the API's own message: {stderr}");
+    assert!(stderr.contains("check the API key"), "what to do: {stderr}");
+    assert!(!stderr.contains("sk-test-secret"), "never the key itself: {stderr}");
+
+    let bad_parameter = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 999999 > 64000, which is the maximum allowed"}}"#;
+    let provider = ScriptedProvider::start(Flavor::Anthropic, vec![Step::Fail(400, bad_parameter.into(), None)]).await;
+    let out = chat(dir.path(), &provider.url, &["--json", "--config", cfg, "--max-tokens", "999999", "-p", "hi"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{stdout}{stderr}");
+    let document: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("one JSON document ({e}): {stdout}"));
+    let message = document["message"].as_str().unwrap_or_default();
+    assert!(message.contains("999999 > 64000") && message.contains("HTTP 400"), "{document}");
+    assert!(document["error"].is_string(), "{document}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn without_a_terminal_a_tool_that_may_change_things_is_denied_and_json_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "servers.json", json!({"example": stdio(example())}));

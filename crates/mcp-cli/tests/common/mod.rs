@@ -26,6 +26,9 @@ fn other_binary(name: &str) -> PathBuf {
         for package in OTHER_PACKAGES {
             args.extend(["-p", package]);
         }
+        // paypedia with every feature, as the workspace builds it: the same binary path is shared
+        // with paypedia's own tests, which need them.
+        args.extend(["--features", "paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite"]);
         if mcp().parent().is_some_and(|d| d.ends_with("release")) {
             args.push("--release");
         }
