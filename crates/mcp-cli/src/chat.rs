@@ -147,16 +147,40 @@ fn server_files(config: Option<&PathBuf>) -> Vec<(PathBuf, bool)> {
         return vec![(path.clone(), true)];
     }
     let mut files = Vec::new();
-    if std::path::Path::new(".mcp.json").exists() {
-        files.push((PathBuf::from(".mcp.json"), false));
+    if let Some(project) = std::env::current_dir().ok().and_then(|dir| project_config(&dir)) {
+        files.push((project, false));
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        let desktop = PathBuf::from(home).join(".config/Claude/claude_desktop_config.json");
-        if desktop.exists() {
-            files.push((desktop, true));
-        }
+    if let Some(desktop) = desktop_config().filter(|p| p.exists()) {
+        files.push((desktop, true));
     }
     files
+}
+
+/// The project a session remembers its answers for: the directory of the `.mcp.json` in use
+/// (so a subdirectory is the same project), else the working directory.
+fn project_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    project_config(&cwd).and_then(|file| file.parent().map(PathBuf::from)).unwrap_or(cwd)
+}
+
+/// The project's `.mcp.json`: in `dir` or the nearest parent that has one, as Claude Code finds it.
+pub(crate) fn project_config(dir: &std::path::Path) -> Option<PathBuf> {
+    dir.ancestors().map(|d| d.join(".mcp.json")).find(|p| p.is_file())
+}
+
+/// Where Claude Desktop keeps its configuration on this OS: `~/Library/Application Support/Claude/`
+/// on macOS, `%APPDATA%\Claude\` on Windows, `$XDG_CONFIG_HOME/Claude/` (else `~/.config/Claude/`)
+/// elsewhere.
+pub(crate) fn desktop_config() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = if cfg!(target_os = "macos") {
+        var("HOME")?.join("Library/Application Support/Claude")
+    } else if cfg!(windows) {
+        var("APPDATA")?.join("Claude")
+    } else {
+        var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))?.join("Claude")
+    };
+    Some(dir.join("claude_desktop_config.json"))
 }
 
 fn provider(args: &ChatArgs, cacerts: &[PathBuf]) -> Result<(Arc<dyn Provider>, String), String> {
@@ -263,11 +287,8 @@ pub async fn run(common: Common<'_>, args: &ChatArgs) -> Outcome {
     if args.yes {
         events(Event::Notice("--yes: every tool call runs without asking".into()));
     }
-    let project = Arc::new(Mutex::new(if args.no_remember {
-        Project::ephemeral()
-    } else {
-        Project::open(&std::env::current_dir().unwrap_or_default())
-    }));
+    let project =
+        Arc::new(Mutex::new(if args.no_remember { Project::ephemeral() } else { Project::open(&project_root()) }));
     let disabled = project.lock().unwrap().state.disabled.clone();
     let asker: Arc<dyn Asker> =
         if person { Arc::new(Terminal { turn: tokio::sync::Mutex::new(()) }) } else { Arc::new(NoOne) };
@@ -457,5 +478,34 @@ fn mcp_command(host: &mut Host, project: &Arc<Mutex<Project>>, rest: &str) {
         Ok(()) if later => eprintln!("  {name}: enabled for this project; it starts with the next session"),
         Ok(()) => eprintln!("  {name}: {verb}ed for this project", verb = verb.trim_end_matches('e')),
         Err(e) => eprintln!("  cannot remember it: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_project_config_is_found_from_a_subdirectory() {
+        let root = std::env::temp_dir().join(format!("mcp-chat-project-{}", std::process::id()));
+        let deep = root.join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(project_config(&deep).filter(|p| p.starts_with(&root)), None);
+        std::fs::write(root.join(".mcp.json"), "{}").unwrap();
+        assert_eq!(project_config(&deep), Some(root.join(".mcp.json")));
+        std::fs::write(root.join("a/.mcp.json"), "{}").unwrap();
+        assert_eq!(project_config(&deep), Some(root.join("a/.mcp.json")), "the nearest wins");
+        std::fs::create_dir_all(root.join("a/b/.mcp.json")).unwrap();
+        assert_eq!(project_config(&deep), Some(root.join("a/.mcp.json")), "a directory of that name is not a file");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn claude_desktop_config_is_where_this_os_keeps_it() {
+        let path = desktop_config().expect("HOME is set in tests");
+        assert!(path.ends_with("Claude/claude_desktop_config.json"), "{}", path.display());
+        if cfg!(target_os = "linux") && std::env::var_os("XDG_CONFIG_HOME").is_none() {
+            assert!(path.to_string_lossy().contains("/.config/Claude/"), "{}", path.display());
+        }
     }
 }

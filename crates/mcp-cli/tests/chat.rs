@@ -194,6 +194,19 @@ async fn a_refused_key_and_a_bad_parameter_are_said_in_words_and_in_json() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_project_config_is_found_from_a_subdirectory() {
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), ".mcp.json", json!({"paypedia": stdio(paypedia())}));
+    let deep = dir.path().join("src/module");
+    std::fs::create_dir_all(&deep).unwrap();
+    let provider = ScriptedProvider::start(Flavor::Anthropic, vec![Step::say("seen")]).await;
+    let out = chat(&deep, &provider.url, &["-p", "which tools?"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let names = tool_names(&provider.requests()[0]);
+    assert!(names.iter().any(|n| n == "paypedia__iban_check"), "the parent's .mcp.json was read: {names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn without_a_terminal_a_tool_that_may_change_things_is_denied_and_json_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "servers.json", json!({"example": stdio(example())}));
