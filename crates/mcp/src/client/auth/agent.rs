@@ -89,11 +89,9 @@ impl UserAgent for Browser {
     fn prepare<'a>(&'a self, port: Option<u16>) -> BoxFuture<'a, Result<Box<dyn Redirect>, AuthError>> {
         Box::pin(async move {
             if let Some(fixed) = self.fixed_port {
-                let listener = tokio::net::TcpListener::bind(("127.0.0.1", fixed)).await.map_err(|e| {
-                    AuthError::Config(format!("cannot listen on 127.0.0.1:{fixed} for the redirect: {e}"))
-                })?;
+                let listeners = localhost_listeners(fixed).await?;
                 let (show, wait, open) = (self.show.clone(), self.wait, self.open);
-                return Ok(Box::new(Loopback { listener, port: fixed, host: "localhost", open, show, wait })
+                return Ok(Box::new(Loopback { listeners, port: fixed, host: "localhost", open, show, wait })
                     as Box<dyn Redirect>);
             }
             let listener = match port {
@@ -105,9 +103,28 @@ impl UserAgent for Browser {
             };
             let port = listener.local_addr().map_err(|e| AuthError::Config(e.to_string()))?.port();
             let (show, wait, open) = (self.show.clone(), self.wait, self.open);
-            Ok(Box::new(Loopback { listener, port, host: "127.0.0.1", open, show, wait }) as Box<dyn Redirect>)
+            let listeners = vec![listener];
+            Ok(Box::new(Loopback { listeners, port, host: "127.0.0.1", open, show, wait }) as Box<dyn Redirect>)
         })
     }
+}
+
+/// Listeners on `port` of both loopback addresses: the redirect names `localhost` (a registered
+/// port is registered with that name), which a browser may resolve to 127.0.0.1 or to ::1.
+/// 127.0.0.1 must be free; ::1 is taken when the machine has IPv6.
+async fn localhost_listeners(port: u16) -> Result<Vec<tokio::net::TcpListener>, AuthError> {
+    let v4 = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| AuthError::Config(format!("cannot listen on 127.0.0.1:{port} for the redirect: {e}")))?;
+    let mut listeners = vec![v4];
+    match tokio::net::TcpListener::bind(("::1", port)).await {
+        Ok(v6) => listeners.push(v6),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            return Err(AuthError::Config(format!("cannot listen on [::1]:{port} for the redirect: {e}")))
+        }
+        Err(e) => tracing::debug!("no IPv6 loopback for the redirect ({e}); 127.0.0.1 only"),
+    }
+    Ok(listeners)
 }
 
 async fn bind_any() -> Result<tokio::net::TcpListener, AuthError> {
@@ -117,7 +134,7 @@ async fn bind_any() -> Result<tokio::net::TcpListener, AuthError> {
 }
 
 struct Loopback {
-    listener: tokio::net::TcpListener,
+    listeners: Vec<tokio::net::TcpListener>,
     port: u16,
     host: &'static str,
     open: bool,
@@ -137,7 +154,7 @@ impl Redirect for Loopback {
                 open_browser(&url);
             }
             let wait = self.wait;
-            tokio::time::timeout(wait, catch(self.listener))
+            tokio::time::timeout(wait, catch(self.listeners))
                 .await
                 .map_err(|_| AuthError::Refused(format!("no answer from the browser within {} s", wait.as_secs())))?
         })
@@ -163,10 +180,17 @@ fn open_browser(url: &str) {
     }
 }
 
-/// Answers requests on the listener until one reaches `/callback` with a query.
-async fn catch(listener: tokio::net::TcpListener) -> Result<Callback, AuthError> {
+/// The next connection on any of `listeners`.
+async fn accept_any(listeners: &[tokio::net::TcpListener]) -> std::io::Result<tokio::net::TcpStream> {
+    let accepts = listeners.iter().map(|l| Box::pin(l.accept()));
+    let (accepted, _, _) = futures_util::future::select_all(accepts).await;
+    accepted.map(|(stream, _)| stream)
+}
+
+/// Answers requests on the listeners until one reaches `/callback` with a query.
+async fn catch(listeners: Vec<tokio::net::TcpListener>) -> Result<Callback, AuthError> {
     loop {
-        let (mut stream, _) = listener.accept().await.map_err(|e| AuthError::Config(e.to_string()))?;
+        let mut stream = accept_any(&listeners).await.map_err(|e| AuthError::Config(e.to_string()))?;
         let mut head = Vec::new();
         let mut buf = [0u8; 2048];
         while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
@@ -305,5 +329,22 @@ mod tests {
         assert!(page.contains("Authorized"), "{page}");
         let pairs = run.await.unwrap().unwrap();
         assert_eq!(pairs, vec![("code".into(), "c1".into()), ("state".into(), "s1".into())]);
+    }
+
+    #[tokio::test]
+    async fn a_fixed_callback_port_listens_on_both_loopback_addresses() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        for host in ["::1", "127.0.0.1"] {
+            let redirect = Browser::new(false, |_| {}).fixed_port(port).prepare(None).await.unwrap();
+            assert_eq!(redirect.uri(), format!("http://localhost:{port}/callback"));
+            let run = tokio::spawn(redirect.run("https://as.example/authorize".into()));
+            let mut stream = tokio::net::TcpStream::connect((host, port)).await.unwrap();
+            stream.write_all(b"GET /callback?code=c2&state=s2 HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+            let mut page = String::new();
+            stream.read_to_string(&mut page).await.unwrap();
+            assert!(page.contains("Authorized"), "{host}: {page}");
+            let pairs = run.await.unwrap().unwrap();
+            assert_eq!(pairs, vec![("code".into(), "c2".into()), ("state".into(), "s2".into())], "{host}");
+        }
     }
 }
