@@ -84,7 +84,11 @@ impl AuthOptions {
             client_id,
             client_metadata_url: self.client_metadata_url.clone().or(entry.client_metadata_url.clone()),
             scopes,
-            grant: if self.client_credentials { Grant::ClientCredentials } else { Grant::AuthorizationCode },
+            grant: if self.client_credentials || entry.client_credentials {
+                Grant::ClientCredentials
+            } else {
+                Grant::AuthorizationCode
+            },
             signing_key,
             store: Some(self.store().path().to_owned()),
             client_name: "mcp (mcp-rs command line)".into(),

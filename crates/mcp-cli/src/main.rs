@@ -7,10 +7,12 @@
 //! ```
 #![allow(clippy::print_stdout)] // a command-line tool: stdout is its output
 
+mod bridge;
 mod chat;
 mod early;
 mod elicit;
 mod eras;
+mod gateway;
 mod login;
 mod output;
 mod target;
@@ -102,6 +104,12 @@ enum Command {
     /// Talks with a model that uses the servers of the project's .mcp.json (or --config):
     /// consent before side effects, tool results fenced, schemas loaded on demand.
     Chat(chat::ChatArgs),
+    /// Serves every server of --config behind one endpoint (--http ADDR, else stdio): names
+    /// prefixed, tools filtered, both eras, TLS, OAuth, limits, /healthz, /readyz, /metrics.
+    Gateway(gateway::GatewayArgs),
+    /// One server across transports: --url URL served on stdio (for hosts that only start
+    /// processes), or `--http ADDR -- CMD` (a stdio server served over Streamable HTTP).
+    Bridge(bridge::BridgeArgs),
     /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
     Login {
         /// The server's URL (or name it with --url, or --config and --server).
@@ -236,11 +244,7 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
     let headers = cli
         .headers
         .iter()
-        .map(|h| {
-            h.split_once(':')
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .ok_or_else(|| Failure::Usage(format!("--header {h:?} is not \"Name: value\"")))
-        })
+        .map(|h| bridge::header(h).map_err(|e| Failure::Usage(format!("--header {h:?}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let envs = cli.envs.iter().map(|e| split_pair(e)).collect::<Result<Vec<_>, _>>()?;
     let target = match (&cli.url, &cli.config, cli.server_command.split_first()) {
@@ -367,6 +371,14 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         }
         return result;
     }
+    if let Command::Gateway(args) = &cli.command {
+        drop(early);
+        return gateway_command(cli, args).await;
+    }
+    if let Command::Bridge(args) = &cli.command {
+        drop(early);
+        return bridge_command(cli, args).await;
+    }
     if let Some(result) = auth_command(cli).await {
         if !reported_at_exit(&result) {
             report(cli, &result);
@@ -406,6 +418,68 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     report(cli, &result);
     let _ = closing.await;
     result
+}
+
+/// How the gateway and the bridge reach upstreams: `interactive` lets an authorization open a
+/// browser (the bridge, started by a host on someone's desktop); the gateway uses stored
+/// tokens and client credentials only.
+fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connector, Failure> {
+    let mut options = options(cli)?;
+    options.client_info = mcp::types::lifecycle::Implementation::new("mcp-gateway", env!("CARGO_PKG_VERSION"));
+    options.timeout = Duration::from_secs(cli.timeout.max(1)).max(Duration::from_secs(300));
+    options.max_timeout = Duration::from_secs(3600);
+    // Every message the upstream logs comes: each downstream client's own level filters them.
+    options.log_level = Some(mcp::types::logging::LoggingLevel::Debug);
+    let auth = cli.auth.clone();
+    let cacerts = cli.cacerts.clone();
+    Ok(gateway::upstream::Connector {
+        options,
+        authorize: Arc::new(move |entry: &target::OAuthEntry| {
+            let oauth = match interactive {
+                true => auth.authorizer(entry, &cacerts)?,
+                false => {
+                    let config = auth.config(entry, &cacerts, false)?;
+                    mcp::client::auth::OAuth::new(config, None).map_err(|e| e.to_string())?
+                }
+            };
+            Ok(Arc::new(oauth) as Arc<dyn mcp::client::auth::Authorizer>)
+        }),
+    })
+}
+
+/// `mcp gateway`.
+async fn gateway_command(cli: &Cli, args: &gateway::GatewayArgs) -> Result<Value, Failure> {
+    let path = cli.config.as_ref().ok_or_else(|| Failure::Usage("mcp gateway needs --config FILE".into()))?;
+    let upstreams = gateway::config::load(path).map_err(Failure::Usage)?;
+    let connector = connector(cli, false)?;
+    gateway::serve(upstreams, &args.serve, connector, "mcp-gateway").await.map_err(Failure::Usage)?;
+    Ok(Value::Null)
+}
+
+/// `mcp bridge`.
+async fn bridge_command(cli: &Cli, args: &bridge::BridgeArgs) -> Result<Value, Failure> {
+    let target = match target(cli)? {
+        Target::Http(url, mut headers, oauth) => {
+            if let Some(path) = &args.header_file {
+                headers.extend(bridge::header_file(path).map_err(Failure::Usage)?);
+            }
+            if args.serve.http.is_some() {
+                return Err(Failure::Usage("mcp bridge --url serves stdio; --http is for `-- COMMAND`".into()));
+            }
+            Target::Http(url, headers, oauth)
+        }
+        Target::Stdio(command) if args.serve.http.is_none() => {
+            return Err(Failure::Usage(format!(
+                "mcp bridge -- {}: add --http ADDR to serve it over HTTP (it already speaks stdio)",
+                command.program
+            )))
+        }
+        stdio => stdio,
+    };
+    let upstream = bridge::upstream(args, target);
+    let connector = connector(cli, true)?;
+    gateway::serve(vec![upstream], &args.serve, connector, "mcp-bridge").await.map_err(Failure::Usage)?;
+    Ok(Value::Null)
 }
 
 /// `mcp chat`.
@@ -480,7 +554,13 @@ fn list_servers(cli: &Cli) -> Result<Value, Failure> {
 async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
     let json = |v: Result<Value, mcp::Error>| v.map_err(protocol);
     match &cli.command {
-        Command::Servers | Command::Chat(_) | Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. } => {
+        Command::Servers
+        | Command::Chat(_)
+        | Command::Gateway(_)
+        | Command::Bridge(_)
+        | Command::Login { .. }
+        | Command::Logout { .. }
+        | Command::Auth { .. } => {
             unreachable!("answered before connecting")
         }
         Command::Discover => {
@@ -687,7 +767,13 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    // The gateway and the bridge serve many requests at once: every core. A command is one
+    // conversation: one thread.
+    let runtime = match cli.command {
+        Command::Gateway(_) | Command::Bridge(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+    .expect("a tokio runtime");
     let result = runtime.block_on(run(&cli, early));
     if reported_at_exit(&result) {
         report(&cli, &result); // failures before a connection are reported here
@@ -699,6 +785,8 @@ impl Cli {
     fn command_name(&self) -> String {
         match &self.command {
             Command::Servers => "servers",
+            Command::Gateway(_) => "gateway",
+            Command::Bridge(_) => "bridge",
             Command::Chat(_) => "chat",
             Command::Login { .. } => "login",
             Command::Logout { .. } => "logout",

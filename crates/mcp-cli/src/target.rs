@@ -28,6 +28,9 @@ pub struct OAuthEntry {
     pub callback_port: Option<u16>,
     /// `scopes`: one space-separated string.
     pub scopes: Vec<String>,
+    /// `"grant": "client_credentials"`: the client authenticates as itself (no person, no
+    /// browser), as a gateway in front of the server does.
+    pub client_credentials: bool,
 }
 
 impl OAuthEntry {
@@ -49,6 +52,13 @@ impl OAuthEntry {
             client_metadata_url: text("clientMetadataUrl"),
             callback_port,
             scopes: text("scopes").map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default(),
+            client_credentials: match text("grant").as_deref() {
+                None | Some("authorization_code") => false,
+                Some("client_credentials") => true,
+                Some(other) => {
+                    return Err(format!("oauth.grant {other:?}: use authorization_code or client_credentials"))
+                }
+            },
         })
     }
 }
@@ -78,7 +88,7 @@ impl Target {
 }
 
 /// The `mcpServers` object of a file.
-fn servers(path: &Path) -> Result<serde_json::Map<String, Value>, String> {
+pub fn servers(path: &Path) -> Result<serde_json::Map<String, Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let config: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     match config.get("mcpServers") {
@@ -119,6 +129,12 @@ pub fn from_config(path: &Path, name: Option<&str>) -> Result<Target, String> {
         None if servers.is_empty() => return Err(format!("{} lists no servers", path.display())),
         None => return Err(format!("{} lists several servers: pass --server NAME ({})", path.display(), names())),
     };
+    entry_target(name, entry)
+}
+
+/// The server an `mcpServers` entry names: its `url` (with `headers` and `oauth`), else its
+/// `command` (with `args`, `env` and `cwd`).
+pub fn entry_target(name: &str, entry: &Value) -> Result<Target, String> {
     if let Some(url) = entry.get("url").and_then(Value::as_str) {
         let headers = entry
             .get("headers")

@@ -158,6 +158,16 @@ pub fn parse<C: Parser + Default>() -> C {
 /// Serves `router` as `args` say: stdio, or Streamable HTTP at `--http ADDR`. Log messages go to
 /// stderr (see [`init_logging`]).
 pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
+    serve_with_routes(router, args, None).await
+}
+
+/// [`serve`], with plain pages beside the HTTP endpoint (`/healthz`, `/metrics`; see
+/// [`SideRoutes`](crate::transport::http::SideRoutes)).
+pub async fn serve_with_routes(
+    router: Router,
+    args: &ServeArgs,
+    side_routes: Option<crate::transport::http::SideRoutes>,
+) -> std::io::Result<()> {
     init_logging();
     let shared = store::open(args.store.as_deref()).await?;
     store::apply(&router, &shared, args.task_store.is_some()).await?;
@@ -179,6 +189,7 @@ pub async fn serve(router: Router, args: &ServeArgs) -> std::io::Result<()> {
             #[cfg(not(feature = "auth"))]
             args.auth.refuse_without_auth()?;
             config.directory = shared.session_directory();
+            config.side_routes = side_routes;
             transport::http::serve_with_config(router, addr, config).await
         }
     }

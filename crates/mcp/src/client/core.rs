@@ -152,6 +152,11 @@ impl Core {
         pending.clear();
     }
 
+    /// Whether the connection ended (the child exited, the stream closed).
+    pub fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
+    }
+
     /// One message from the server.
     pub fn on_message(self: &Arc<Self>, message: Value) {
         self.trace(Direction::In, &message);
@@ -180,6 +185,12 @@ impl Core {
             Ok(MessageKind::Notification { method, params }) if method == "notifications/progress" => {
                 if let Some(Ok(p)) = params.map(|p| serde_json::from_str::<ProgressParams>(p.get())) {
                     self.progress(p);
+                }
+            }
+            Ok(MessageKind::Notification { method, params }) => {
+                if let Some(notify) = &self.options.on_notification {
+                    let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
+                    notify(&method, &params);
                 }
             }
             Ok(MessageKind::Request { id, method, params }) => {
@@ -258,6 +269,9 @@ impl Core {
         }
         m.insert(meta::CLIENT_CAPABILITIES.into(), serde_json::to_value(capabilities).unwrap_or_default());
         m.insert(meta::CLIENT_INFO.into(), serde_json::to_value(&self.options.client_info).unwrap_or_default());
+        if let Some(level) = self.options.log_level {
+            m.insert(meta::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or_default());
+        }
         m
     }
 
@@ -537,6 +551,12 @@ impl Core {
         }
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
         self.sender()?.after_initialize();
+        let logs = self.state.read().unwrap().capabilities.logging.is_some();
+        if let Some(level) = self.options.log_level.filter(|_| logs) {
+            if let Err(e) = self.raw("logging/setLevel", json!({"level": level}), None).await {
+                tracing::debug!("logging/setLevel refused: {}", e.message);
+            }
+        }
         Ok(())
     }
 

@@ -61,6 +61,10 @@ pub struct Handlers {
     pub roots: Option<Handler<(), ListRootsResult>>,
 }
 
+/// Told of each notification the server sends besides progress and task status (list changes,
+/// log messages, resource updates): its method and params.
+pub type NotificationFn = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
 /// Watches every message both ways (for `--trace`).
 pub type Tracer = Arc<dyn Fn(Direction, &Value) + Send + Sync>;
 
@@ -91,6 +95,12 @@ pub struct ClientOptions {
     /// Authorization for HTTP servers (OAuth: [`auth::OAuth`]); ignored when `headers` already
     /// carry an `Authorization`.
     pub auth: Option<Arc<dyn auth::Authorizer>>,
+    /// Told of the server's other notifications (`notifications/tools/list_changed`,
+    /// `notifications/message`, `notifications/resources/updated`, ...).
+    pub on_notification: Option<NotificationFn>,
+    /// Ask for log messages from this level up: in `_meta` on 2026-07-28 requests, with
+    /// `logging/setLevel` after a legacy handshake (when the server declares logging).
+    pub log_level: Option<mcp_types::logging::LoggingLevel>,
 }
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
@@ -123,6 +133,8 @@ impl Default for ClientOptions {
             tasks: true,
             ca_files: Vec::new(),
             auth: None,
+            on_notification: None,
+            log_level: None,
         }
     }
 }
@@ -225,6 +237,12 @@ impl Client {
         self.core.settled().await.map_err(Error::from)?;
         let d = self.core.description();
         Ok(if d.modern { KnownEra::Modern(d.protocol_version) } else { KnownEra::Legacy })
+    }
+
+    /// Whether the connection ended: the child process exited or closed its stdout, or the
+    /// stream closed. Requests then fail at once.
+    pub fn is_closed(&self) -> bool {
+        self.core.is_ended()
     }
 
     /// The stderr the child process wrote so far (stdio only).

@@ -57,6 +57,10 @@ pub struct StdioCommand {
     /// Start it in a process group of its own, so a Ctrl-C at the terminal reaches this process
     /// (which can then cancel what the server runs and close it) and not the server directly.
     pub own_process_group: bool,
+    /// Linux: the process is killed when the thread that started it ends (`PR_SET_PDEATHSIG`),
+    /// so that it never outlives a parent killed with SIGKILL. Start it from a thread that lives
+    /// as long as the parent (a runtime's worker, not a blocking-pool thread).
+    pub die_with_parent: bool,
 }
 
 impl StdioCommand {
@@ -69,6 +73,7 @@ impl StdioCommand {
             cwd: None,
             stderr: Stderr::Capture,
             own_process_group: false,
+            die_with_parent: false,
         }
     }
 
@@ -96,6 +101,19 @@ impl StdioCommand {
         }
         if self.own_process_group {
             std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        }
+        #[cfg(target_os = "linux")]
+        #[allow(unsafe_code)]
+        if self.die_with_parent {
+            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         let child = cmd
             .spawn()

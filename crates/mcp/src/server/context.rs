@@ -538,6 +538,11 @@ impl RequestContext {
         self.inner.input.answers.lock().unwrap().get(key).cloned()
     }
 
+    /// 2026-07-28: every answer the client sent with this retry and earlier rounds, by key.
+    pub fn input_responses(&self) -> JsonObject {
+        self.answers()
+    }
+
     /// 2026-07-28: whether this retry carried a `requestState` that this server issued and that
     /// verified (sealed, for this request, unexpired).
     pub fn has_request_state(&self) -> bool {

@@ -169,7 +169,7 @@ impl Router {
             "resources/read" => self.read_resource(params(&raw)?, cx, modern).await,
             "prompts/list" => self.list_prompts(params(&raw)?),
             "prompts/get" => self.get_prompt(params(&raw)?, cx, modern).await,
-            "completion/complete" => self.complete(params(&raw)?),
+            "completion/complete" => self.complete(params(&raw)?, cx).await,
             "logging/setLevel" => self.set_level(params(&raw)?, cx),
             "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
             "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
@@ -419,23 +419,31 @@ impl Router {
         }
     }
 
-    fn complete(&self, p: CompleteParams) -> Result<Value, ErrorObject> {
+    async fn complete(&self, p: CompleteParams, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        self.check_completion_reference(&p)?;
+        let forwarder = self.inner.completer.get().cloned();
+        let completion = match forwarder {
+            Some(completer) => completer(p, cx.clone()).await.map_err(|e| e.into_error_object(cx.is_modern()))?,
+            None => self.inner.completers.read().unwrap().complete(&p),
+        };
+        to_value(CompleteResult { completion, ..Default::default() })
+    }
+
+    /// A completion must name a registered prompt, resource or template.
+    fn check_completion_reference(&self, p: &CompleteParams) -> Result<(), ErrorObject> {
         use mcp_types::completion::CompletionRef;
         let registry = self.inner.registry.read().unwrap();
         match &p.reference {
             CompletionRef::Prompt { name, .. } if !registry.prompts.contains(name) => {
-                return Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}")));
+                Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}")))
             }
             CompletionRef::Resource { uri }
                 if !registry.templates.contains(uri) && !registry.resources.contains(uri) =>
             {
-                return Err(ErrorObject::invalid_params(format!("Unknown resource or template: {uri}")));
+                Err(ErrorObject::invalid_params(format!("Unknown resource or template: {uri}")))
             }
-            _ => {}
+            _ => Ok(()),
         }
-        drop(registry);
-        let completion = self.inner.completers.read().unwrap().complete(&p);
-        to_value(CompleteResult { completion, ..Default::default() })
     }
 
     fn set_level(&self, p: SetLevelParams, cx: &RequestContext) -> Result<Value, ErrorObject> {

@@ -91,7 +91,19 @@ pub(crate) struct Inner {
     pub middleware: RwLock<Arc<[Arc<dyn crate::server::middleware::Middleware>]>>,
     /// Told of every `resources/subscribe` and `resources/unsubscribe` (a server that watches).
     pub on_subscribe: OnceLock<SubscribeHook>,
+    /// Answers `completion/complete` instead of the registered completers (a gateway's).
+    pub completer: OnceLock<CompletionForwarder>,
 }
+
+/// What [`Router::complete_with`] is given: the request, and its context.
+pub type CompletionForwarder = Arc<
+    dyn Fn(
+            mcp_types::completion::CompleteParams,
+            RequestContext,
+        ) -> BoxFuture<Result<mcp_types::completion::Completion, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// What [`Router::on_subscribe`] is given: the URI, and whether it is subscribed (`true`) or
 /// unsubscribed (`false`).
@@ -156,6 +168,7 @@ impl Router {
                 scopes: RwLock::new(Default::default()),
                 middleware: RwLock::new(Arc::new([])),
                 on_subscribe: OnceLock::new(),
+                completer: OnceLock::new(),
             }),
         }
     }
@@ -407,6 +420,32 @@ impl Router {
         self
     }
 
+    /// Adds or replaces a resource template while serving; clients are told the list changed.
+    /// `Ok(true)` when one of that template was replaced; `Err` says why the template is not one.
+    pub fn add_resource_template<H, P, Out>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
+    where
+        H: ResourceHandler<P, Out>,
+        P: DeserializeOwned + Send + 'static,
+        Out: IntoContents + Send + 'static,
+    {
+        let template = UriTemplate::parse(&def.uri_template).map_err(|e| e.to_string())?;
+        let handler = resource::erase(handler, def.mime_type.clone());
+        let key = def.uri_template.clone();
+        let entry = resource::TemplateEntry { def, template, handler };
+        let replaced = self.inner.registry.write().unwrap().templates.insert(key, entry);
+        self.announce(Change::Resources);
+        Ok(replaced)
+    }
+
+    /// Removes a resource template while serving; `true` when it existed.
+    pub fn remove_resource_template(&self, uri_template: &str) -> bool {
+        let removed = self.inner.registry.write().unwrap().templates.remove(uri_template);
+        if removed {
+            self.announce(Change::Resources);
+        }
+        removed
+    }
+
     /// Adds a prompt whose arguments are the fields of `Args` (all strings on the wire).
     pub fn prompt<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
     where
@@ -478,6 +517,14 @@ impl Router {
     /// Set once; a second call is ignored.
     pub fn on_subscribe(self, hook: impl Fn(&str, bool) + Send + Sync + 'static) -> Self {
         let _ = self.inner.on_subscribe.set(Arc::new(hook));
+        self
+    }
+
+    /// Answers every `completion/complete` with `completer` (an async function), for a server
+    /// whose completions come from elsewhere (a gateway's upstreams). The reference is still
+    /// checked to name a registered prompt, resource or template first. Set once.
+    pub fn complete_with(self, completer: CompletionForwarder) -> Self {
+        let _ = self.inner.completer.set(completer);
         self
     }
 

@@ -48,6 +48,9 @@ pub(crate) struct ToolEntry {
     pub support: Option<TaskSupport>,
     /// It is a generated job tool that follows another tool's jobs.
     pub job: Option<JobTool>,
+    /// Its arguments are checked against its input schema here (not so for a tool forwarded to
+    /// a server that checks them itself).
+    checked: bool,
 }
 
 impl ToolEntry {
@@ -59,6 +62,9 @@ impl ToolEntry {
     /// Checks the JSON text of the arguments against the input schema (a tree of them is built
     /// only when the schema is not flat, within `budget` bytes); `Err` lists what to fix.
     pub fn prepare<'a>(&self, args: &'a str, budget: usize) -> Result<ArgsIn<'a>, Vec<String>> {
+        if !self.checked {
+            return Ok(ArgsIn::Text(args));
+        }
         let compiled = self.schema.get_or_init(|| CompiledSchema::compile(&self.def().input_schema));
         match compiled {
             Ok(schema) => Ok(match schema.check_text(args, budget)? {
@@ -210,6 +216,7 @@ pub struct ToolDef {
     pub(crate) tool: Tool,
     pub(crate) support: Option<TaskSupport>,
     pub(crate) scopes: Vec<String>,
+    pub(crate) checked: bool,
 }
 
 impl ToolDef {
@@ -229,7 +236,21 @@ impl ToolDef {
             },
             support: None,
             scopes: Vec::new(),
+            checked: true,
         }
+    }
+
+    /// A tool defined elsewhere, as listed by the server it comes from (a gateway's): every
+    /// field kept, schemas included.
+    pub fn from_tool(tool: Tool) -> Self {
+        ToolDef { tool, support: None, scopes: Vec::new(), checked: true }
+    }
+
+    /// Its arguments reach the handler as sent, unchecked: for a tool forwarded to a server that
+    /// checks them against the same schema (its schema is only advertised here).
+    pub fn forwarded(mut self) -> Self {
+        self.checked = false;
+        self
     }
 
     /// The OAuth scopes a caller's token needs to call the tool (besides the server's minimum).
@@ -347,6 +368,7 @@ where
     Out: IntoToolOutput + Send + 'static,
 {
     let support = def.support;
+    let checked = def.checked;
     let tool = def.tool;
     check_name(&tool.name);
     let tool_name = tool.name.clone();
@@ -362,7 +384,7 @@ where
     });
     let entry_def = OnceLock::new();
     let schema = OnceLock::new();
-    if cfg!(debug_assertions) {
+    if cfg!(debug_assertions) && checked {
         // Debug builds find a bad schema when the router is built, not at the first call.
         let tool = make_def();
         let compiled =
@@ -383,7 +405,7 @@ where
             handler.call(args, cx).await.map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
-    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler, support, job: None }
+    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler, support, job: None, checked }
 }
 
 fn check_name(name: &str) {

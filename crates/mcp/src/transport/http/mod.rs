@@ -71,6 +71,23 @@ pub struct HttpConfig {
     pub auth: Option<crate::auth::ResourceServer>,
     /// Legacy sessions shared with other nodes (see [`directory`]); `None`: this node's alone.
     pub directory: Option<SharedSessions>,
+    /// Plain `GET` pages beside the endpoint (`/healthz`, `/metrics`), answered before any
+    /// authorization: they must tell nothing a stranger may not know.
+    pub side_routes: Option<SideRoutes>,
+}
+
+/// What a side route answers: the HTTP status code, the content type and the body.
+pub type SidePage = (u16, &'static str, String);
+
+/// The pages [`HttpConfig::side_routes`] serves: given the path of a `GET`, its page, or `None`
+/// for a path that is not one of them.
+#[derive(Clone)]
+pub struct SideRoutes(pub Arc<dyn Fn(&str) -> Option<SidePage> + Send + Sync>);
+
+impl std::fmt::Debug for SideRoutes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SideRoutes")
+    }
 }
 
 /// A [`directory::SessionDirectory`] shared by the nodes of a cluster.
@@ -101,6 +118,7 @@ impl Default for HttpConfig {
             #[cfg(feature = "auth")]
             auth: None,
             directory: None,
+            side_routes: None,
         }
     }
 }
@@ -266,7 +284,49 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     if let Some(auth) = config.auth.take() {
         return serve_protected(router, listener, config, auth, &url, tls).await;
     }
-    serve_service(listener, McpService::new(router, config), tls).await
+    let routes = config.side_routes.clone();
+    serve_service(listener, WithSideRoutes::new(McpService::new(router, config), routes), tls).await
+}
+
+/// A service with [`SideRoutes`] answered in front of it.
+#[derive(Clone)]
+pub struct WithSideRoutes<S> {
+    inner: S,
+    routes: Option<SideRoutes>,
+}
+
+impl<S> WithSideRoutes<S> {
+    /// `inner`, with `routes` (if any) answered first.
+    pub fn new(inner: S, routes: Option<SideRoutes>) -> Self {
+        WithSideRoutes { inner, routes }
+    }
+}
+
+impl<S, B> tower_service::Service<Request<B>> for WithSideRoutes<S>
+where
+    S: tower_service::Service<Request<B>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        if request.method() == Method::GET {
+            if let Some(page) = self.routes.as_ref().and_then(|routes| (routes.0)(request.uri().path())) {
+                let (status, content_type, body) = page;
+                let mut response = Response::new(sse::full(body));
+                *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+                return Box::pin(async move { Ok(response) });
+            }
+        }
+        Box::pin(self.inner.call(request))
+    }
 }
 
 /// Serves `router` behind the resource server `auth`, whose resource defaults to `url`.
@@ -288,8 +348,9 @@ async fn serve_protected(
         auth.resource_uri().unwrap_or_default()
     );
     let layer = auth.layer(&router).max_body(config.max_body);
+    let routes = config.side_routes.clone();
     let service = tower_layer::Layer::layer(&layer, McpService::new(router, config));
-    serve_service(listener, service, tls).await
+    serve_service(listener, WithSideRoutes::new(service, routes), tls).await
 }
 
 /// Serves `service` on an already bound listener.

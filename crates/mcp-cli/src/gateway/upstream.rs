@@ -1,0 +1,370 @@
+//! One server behind the gateway: its connection (restarted with backoff when it ends), the
+//! downstream requests waiting on it (which its questions and log messages are routed to), and
+//! its counters.
+//!
+//! A server's questions (elicitation, sampling, roots) and log messages carry no link to the
+//! request they belong to on stdio, so they go to the most recent downstream request still
+//! waiting on that server: exact for one client at a time, a best guess when a `shared` child
+//! serves several at once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, ClientOptions, Handler, Handlers, NotificationFn, Stderr};
+use mcp::server::{BoxFuture, RequestContext, ToolError};
+use mcp::types::logging::LoggingLevel;
+use mcp::types::utilities::ProgressParams;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+pub use super::parked::{Asker, ParkedCalls, Question, Running};
+
+/// The tool calls of an upstream waiting for a client's answer.
+type Parked = ParkedCalls<mcp::types::tools::CallToolResult>;
+
+use super::config::UpstreamConfig;
+use super::metrics::Metrics;
+use crate::target::Target;
+
+/// What an upstream tells the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// It is connected (again): list everything anew.
+    Connected(usize),
+    /// Its tools, prompts or resources changed.
+    Changed(usize),
+}
+
+/// How the gateway reaches its upstreams: the client settings every connection starts from,
+/// and the OAuth authorizer of each HTTP upstream.
+#[derive(Clone)]
+pub struct Connector {
+    pub options: ClientOptions,
+    pub authorize:
+        Arc<dyn Fn(&crate::target::OAuthEntry) -> Result<Arc<dyn mcp::client::auth::Authorizer>, String> + Send + Sync>,
+}
+
+/// One upstream.
+pub struct Upstream {
+    pub index: usize,
+    pub config: UpstreamConfig,
+    pub metrics: Metrics,
+    connector: Connector,
+    /// The live connection and its generation (which failure reports name).
+    client: RwLock<Option<(u64, Client)>>,
+    generation: AtomicU64,
+    last_error: Mutex<String>,
+    /// Woken when the connection failed and the supervisor should connect again.
+    broken: Notify,
+    /// Downstream requests waiting on this upstream, oldest first, with where the upstream's
+    /// questions for them go.
+    callers: Mutex<Vec<(u64, RequestContext, Asker)>>,
+    /// Tool calls waiting for a 2026-07-28 client's answer (it comes with the client's retry).
+    parked: Parked,
+    next_caller: AtomicU64,
+    events: mpsc::UnboundedSender<Event>,
+    router: mcp::Router,
+}
+
+/// Removes a caller from the waiting list when its request ends.
+struct Waiting<'a> {
+    upstream: &'a Upstream,
+    id: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.upstream.callers.lock().unwrap().retain(|(id, _, _)| *id != self.id);
+    }
+}
+
+impl Upstream {
+    pub fn new(
+        index: usize,
+        config: UpstreamConfig,
+        connector: Connector,
+        events: mpsc::UnboundedSender<Event>,
+        router: mcp::Router,
+    ) -> Arc<Upstream> {
+        Arc::new(Upstream {
+            index,
+            config,
+            metrics: Metrics::default(),
+            connector,
+            client: RwLock::new(None),
+            generation: AtomicU64::new(0),
+            last_error: Mutex::new("not connected yet".into()),
+            broken: Notify::new(),
+            callers: Mutex::new(Vec::new()),
+            parked: Parked::default(),
+            next_caller: AtomicU64::new(0),
+            events,
+            router,
+        })
+    }
+
+    /// The name the gateway's messages use for it.
+    pub fn key(&self) -> &str {
+        &self.config.key
+    }
+
+    /// Its tool calls waiting for a 2026-07-28 client's answer.
+    pub fn parked_tools(&self) -> &Parked {
+        &self.parked
+    }
+
+    /// Whether it is connected now.
+    pub fn is_up(&self) -> bool {
+        self.client.read().unwrap().is_some()
+    }
+
+    /// The live connection, or why there is none (for a tool result the model reads).
+    pub fn client(&self) -> Result<(u64, Client), String> {
+        if let Some((generation, client)) = self.client.read().unwrap().clone() {
+            if !client.is_closed() {
+                return Ok((generation, client));
+            }
+        }
+        let why = self.last_error.lock().unwrap().clone();
+        Err(format!(
+            "the server {:?} behind the gateway is not connected ({why}); it is being started again: try again in a moment",
+            self.config.key
+        ))
+    }
+
+    /// Reports that connection `generation` failed: it is dropped and the supervisor connects again.
+    pub fn failed(&self, generation: u64, why: &str) {
+        let mut client = self.client.write().unwrap();
+        if client.as_ref().is_some_and(|(g, _)| *g == generation) {
+            *client = None;
+            *self.last_error.lock().unwrap() = why.to_owned();
+            self.metrics.up.store(false, Ordering::Relaxed);
+            drop(client);
+            tracing::warn!("upstream {:?} failed: {why}", self.config.key);
+            self.broken.notify_one();
+        }
+    }
+
+    /// Keeps the upstream connected for as long as the gateway runs: connects, waits until the
+    /// connection ends, and connects again after a backoff (250 ms doubling to 30 s, reset by a
+    /// connection that lived a minute).
+    pub async fn supervise(self: Arc<Self>) {
+        let mut backoff = Duration::from_millis(250);
+        let mut first = true;
+        loop {
+            match self.connect().await {
+                Ok(client) => {
+                    let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+                    *self.client.write().unwrap() = Some((generation, client.clone()));
+                    self.metrics.up.store(true, Ordering::Relaxed);
+                    if !first {
+                        self.metrics.restarts.fetch_add(1, Ordering::Relaxed);
+                    }
+                    first = false;
+                    let _ = self.events.send(Event::Connected(self.index));
+                    let since = Instant::now();
+                    self.watch(generation, &client).await;
+                    drop(client);
+                    if since.elapsed() > Duration::from_secs(60) {
+                        backoff = Duration::from_millis(250);
+                    }
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    tracing::warn!("upstream {:?}: cannot connect: {why}", self.config.key);
+                    *self.last_error.lock().unwrap() = why;
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+    }
+
+    /// Returns when connection `generation` is over: reported failed, or closed (a child that
+    /// exited is seen within 200 ms).
+    async fn watch(&self, generation: u64, client: &Client) {
+        loop {
+            let current = self.client.read().unwrap().as_ref().map(|(g, _)| *g);
+            if current != Some(generation) {
+                return;
+            }
+            if client.is_closed() {
+                self.failed(generation, "the connection closed");
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), self.broken.notified()).await;
+        }
+    }
+
+    async fn connect(self: &Arc<Self>) -> Result<Client, mcp::Error> {
+        let mut options = self.connector.options.clone();
+        options.handlers = self.handlers();
+        options.on_notification = Some(self.notification_handler());
+        match &self.config.target {
+            Target::Stdio(command) => {
+                let mut command = command.clone();
+                command.stderr = Stderr::Inherit;
+                command.die_with_parent = true;
+                Client::connect_stdio(command, options).await
+            }
+            Target::Http(url, headers, entry) => {
+                options.headers.extend(headers.iter().cloned());
+                let has_authorization = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+                if !has_authorization {
+                    options.auth = Some(
+                        (self.connector.authorize)(entry).map_err(|e| mcp::Error::from(std::io::Error::other(e)))?,
+                    );
+                }
+                Client::connect_http(url, options).await
+            }
+        }
+    }
+
+    /// Marks `cx` as waiting on this upstream until the guard drops; the upstream's questions
+    /// meanwhile go to `asker`.
+    fn waiting(&self, cx: &RequestContext, asker: Asker) -> Waiting<'_> {
+        let id = self.next_caller.fetch_add(1, Ordering::Relaxed);
+        self.callers.lock().unwrap().push((id, cx.clone(), asker));
+        Waiting { upstream: self, id }
+    }
+
+    /// The most recent downstream request still waiting on this upstream.
+    fn current_caller(&self) -> Option<(RequestContext, Asker)> {
+        self.callers.lock().unwrap().last().map(|(_, cx, asker)| (cx.clone(), asker.clone()))
+    }
+
+    /// Answers the upstream's questions by asking the downstream client that waits on it.
+    fn handlers(self: &Arc<Self>) -> Handlers {
+        fn ask<P, R>(upstream: Weak<Upstream>, method: &'static str) -> Handler<P, R>
+        where
+            P: serde::Serialize + Send + 'static,
+            R: serde::de::DeserializeOwned + Send + 'static,
+        {
+            Arc::new(move |params: P| {
+                let caller = upstream.upgrade().and_then(|u| u.current_caller());
+                Box::pin(async move {
+                    let (_, asker) = caller.ok_or("no client of the gateway is waiting on this server to answer it")?;
+                    let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+                    let (reply, answer) = oneshot::channel();
+                    asker.send(Question { method, params, reply }).map_err(|_| "the client's request ended")?;
+                    let answer = answer.await.map_err(|_| "the client's request ended before it answered")??;
+                    serde_json::from_value(answer)
+                        .map_err(|e| format!("the client's answer to {method} is malformed: {e}"))
+                })
+            })
+        }
+        let weak = Arc::downgrade(self);
+        Handlers {
+            elicitation: Some(ask(weak.clone(), "elicitation/create")),
+            sampling: Some(ask(weak.clone(), "sampling/createMessage")),
+            roots: Some(ask(weak, "roots/list")),
+        }
+    }
+
+    /// List changes go to the catalog, resource updates to subscribed clients, log messages to
+    /// the client waiting on the upstream (or the gateway's log).
+    fn notification_handler(self: &Arc<Self>) -> NotificationFn {
+        let weak = Arc::downgrade(self);
+        Arc::new(move |method: &str, params: &Value| {
+            let Some(upstream) = weak.upgrade() else { return };
+            match method {
+                "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed" => {
+                    let _ = upstream.events.send(Event::Changed(upstream.index));
+                }
+                "notifications/resources/updated" => {
+                    if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                        upstream.router.notify_resource_updated(uri);
+                    }
+                }
+                "notifications/message" => upstream.forward_log(params),
+                _ => {}
+            }
+        })
+    }
+
+    fn forward_log(&self, params: &Value) {
+        let level: LoggingLevel =
+            params.get("level").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or(LoggingLevel::Info);
+        let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
+        let data = params.get("data").cloned().unwrap_or(Value::Null);
+        match self.current_caller() {
+            Some((cx, _)) => {
+                tokio::spawn(async move { cx.log(level, logger.as_deref(), data).await });
+            }
+            None => tracing::info!("upstream {:?} logged ({level:?}): {data}", self.config.key),
+        }
+    }
+
+    /// Forwards one request for downstream `cx`: its progress reported to `cx`, its
+    /// cancellation passed on, its time counted, and the upstream's questions asked of `cx`'s
+    /// client (a 2026-07-28 client answers with a retry: with `parked`, the upstream request
+    /// waits for it there). A broken connection is reported so it is made again.
+    pub async fn forward<T: Send + 'static>(
+        &self,
+        cx: &RequestContext,
+        parked: Option<&ParkedCalls<T>>,
+        request: impl FnOnce(Client, mpsc::UnboundedSender<ProgressParams>) -> BoxFuture<Result<T, mcp::Error>>,
+    ) -> Result<T, ToolError> {
+        let mut running = match parked.map(|p| p.resume(cx)).transpose()?.flatten() {
+            Some(running) => running,
+            None => {
+                let (generation, client) = self.client().map_err(ToolError::new)?;
+                Running::start(generation, client, request)
+            }
+        };
+        let _waiting = self.waiting(cx, running.asker.clone());
+        loop {
+            tokio::select! {
+                joined = &mut running.handle => {
+                    let outcome = joined.unwrap_or_else(|e| Err(mcp::Error::from(std::io::Error::other(e))));
+                    self.metrics.record(running.started.elapsed(), outcome.is_err());
+                    return outcome.map_err(|e| self.error(running.generation, e));
+                }
+                Some(p) = running.progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
+                Some(question) = running.questions.recv() => {
+                    running.asked += 1;
+                    let key = running.key();
+                    match cx.ask_keyed(&key, question.method, question.params).await {
+                        Err(e) if e.is_input_required() && parked.is_some() => {
+                            running.waiting = Some((key, question.reply));
+                            if let Some(parked) = parked {
+                                parked.park(running);
+                            }
+                            return Err(e);
+                        }
+                        answer => {
+                            let _ = question.reply.send(answer.map_err(|e| e.to_string()));
+                        }
+                    }
+                }
+                () = cx.cancelled() => {
+                    running.handle.abort();
+                    self.metrics.record(running.started.elapsed(), true);
+                    return Err(ToolError::new("cancelled by the client"));
+                }
+            }
+        }
+    }
+
+    /// An upstream's failure as the downstream client should see it: its JSON-RPC error as
+    /// it is, else a message saying what happened and what to do.
+    fn error(&self, generation: u64, e: mcp::Error) -> ToolError {
+        if let Some(error) = e.rpc() {
+            return ToolError::protocol(error.clone());
+        }
+        if e.is_auth_required() || e.is_auth_failed() {
+            return ToolError::new(format!(
+                "the gateway is not authorized to the server {:?} ({e}); its operator should run `mcp login` for it",
+                self.config.key
+            ));
+        }
+        self.failed(generation, &e.to_string());
+        ToolError::new(format!(
+            "the server {:?} behind the gateway stopped answering ({e}); it is being started again: try again in a moment",
+            self.config.key
+        ))
+    }
+}
