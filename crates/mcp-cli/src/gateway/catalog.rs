@@ -11,12 +11,16 @@ use mcp::types::completion::{CompleteParams, CompleteResult, Completion, Complet
 use mcp::types::prompts::Prompt;
 use mcp::types::resources::{Resource, ResourceTemplate};
 use mcp::types::tools::Tool;
-use mcp::types::JsonObject;
+use mcp::types::ErrorObject;
 use mcp::Router;
 use serde_json::{json, Value};
 
 use super::names::{is_valid, public_name};
+use super::rounds;
 use super::upstream::Upstream;
+use mcp::types::content::ResourceContents;
+use mcp::types::prompts::GetPromptResult;
+use mcp::types::resources::ReadResourceResult;
 
 /// What one upstream has in the router: public name → the upstream's own name, and URIs.
 #[derive(Debug, Default, Clone)]
@@ -47,15 +51,53 @@ pub struct Catalog {
     served: Mutex<Vec<Served>>,
     /// How many downstream sessions are subscribed to each URI.
     subscriptions: Mutex<HashMap<String, usize>>,
+    /// Which upstream runs each task a call created.
+    tasks: Mutex<TaskOwners>,
+}
+
+/// Task id → upstream, the oldest forgotten past a bound.
+#[derive(Default)]
+struct TaskOwners {
+    owners: HashMap<String, usize>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl TaskOwners {
+    const MAX: usize = 100_000;
+
+    fn insert(&mut self, id: String, upstream: usize) {
+        if self.owners.insert(id.clone(), upstream).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > Self::MAX {
+            if let Some(old) = self.order.pop_front() {
+                self.owners.remove(&old);
+            }
+        }
+    }
+}
+
+/// The id of the task a `tools/call` answer says was created.
+fn created_task(answer: &Value) -> Option<String> {
+    let task =
+        if answer.get("resultType").and_then(Value::as_str) == Some("task") { answer } else { answer.get("task")? };
+    task.get("taskId").and_then(Value::as_str).map(str::to_owned)
 }
 
 impl Catalog {
     /// A catalog serving `upstreams` through `router` (completions and subscriptions included).
     pub fn new(router: Router, upstreams: Vec<Arc<Upstream>>) -> Arc<Catalog> {
         let served = Mutex::new(vec![Served::default(); upstreams.len()]);
-        let catalog = Arc::new(Catalog { router, upstreams, served, subscriptions: Mutex::new(HashMap::new()) });
+        let catalog = Arc::new(Catalog {
+            router,
+            upstreams,
+            served,
+            subscriptions: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(TaskOwners::default()),
+        });
         let weak = Arc::downgrade(&catalog);
         let completer = weak.clone();
+        let tasks = weak.clone();
         let router = catalog.router.clone();
         let _ = router
             .complete_with(Arc::new(move |params: CompleteParams, cx: RequestContext| {
@@ -63,6 +105,13 @@ impl Catalog {
                 Box::pin(async move {
                     let catalog = catalog.ok_or_else(|| ToolError::new("the gateway is stopping"))?;
                     catalog.complete(params, cx).await
+                })
+            }))
+            .forward_tasks(Arc::new(move |method: String, params: Value, cx: RequestContext| {
+                let catalog = tasks.upgrade();
+                Box::pin(async move {
+                    let catalog = catalog.ok_or_else(|| ErrorObject::internal("the gateway is stopping"))?;
+                    catalog.task_request(&method, params, &cx).await
                 })
             }))
             .on_subscribe(move |uri, on| {
@@ -79,7 +128,7 @@ impl Catalog {
 
     /// Lists upstream `index` again and brings the router in step. With `strict`, a name that
     /// another upstream serves already is an error (at start); otherwise it is left out, logged.
-    pub async fn refresh(&self, index: usize, strict: bool) -> Result<(), String> {
+    pub async fn refresh(self: &Arc<Self>, index: usize, strict: bool) -> Result<(), String> {
         let upstream = self.upstreams[index].clone();
         let listing = list(&upstream).await?;
         let mut served = self.served.lock().unwrap();
@@ -160,30 +209,34 @@ impl Catalog {
         Ok(())
     }
 
-    fn add_tool(&self, upstream: &Arc<Upstream>, public: String, mut tool: Tool) {
-        let own_name = std::mem::replace(&mut tool.name, public);
-        // The gateway follows an upstream's task to its end: to its clients the call is plain.
+    fn add_tool(self: &Arc<Self>, upstream: &Arc<Upstream>, public: String, mut tool: Tool) {
+        let own_name: Arc<str> = std::mem::replace(&mut tool.name, public).into();
+        // A 2026-07-28 upstream lists no execution hints; whether a call becomes a task is the
+        // upstream's to say, per call: its answer (a task included) is passed on as it is.
         tool.execution = None;
         let scopes: Vec<&str> = upstream.config.scopes.iter().map(String::as_str).collect();
-        let def = ToolDef::from_tool(tool).forwarded().scopes(&scopes);
+        let def = ToolDef::from_tool(tool).scopes(&scopes);
         let upstream = upstream.clone();
-        self.router.add_tool(def, move |args: JsonObject, cx: RequestContext| {
-            let upstream = upstream.clone();
-            let name = own_name.clone();
-            async move {
-                upstream
-                    .forward(&cx, Some(upstream.parked_tools()), move |client, progress| {
-                        Box::pin(async move {
-                            client
-                                .call_tool_with_progress(&name, Value::Object(args), move |p| {
-                                    let _ = progress.send(p);
-                                })
-                                .await
-                        })
-                    })
-                    .await
-            }
-        });
+        let catalog = Arc::downgrade(self);
+        self.router.add_raw_tool(
+            def,
+            Arc::new(move |arguments: &str, cx: RequestContext| {
+                let upstream = upstream.clone();
+                let catalog = catalog.clone();
+                let arguments: Result<Value, _> = serde_json::from_str(arguments);
+                let name = own_name.clone();
+                Box::pin(async move {
+                    let arguments =
+                        arguments.map_err(|e| ToolError::invalid_params(format!("invalid arguments: {e}")))?;
+                    let params = json!({"name": &*name, "arguments": arguments});
+                    let answer = rounds::forward(&upstream, &cx, "tools/call", params).await?;
+                    if let (Some(catalog), Some(id)) = (catalog.upgrade(), created_task(&answer)) {
+                        catalog.tasks.lock().unwrap().insert(id, upstream.index);
+                    }
+                    Ok(answer)
+                })
+            }),
+        );
     }
 
     fn add_prompt(&self, upstream: &Arc<Upstream>, public: String, mut prompt: Prompt) {
@@ -191,12 +244,8 @@ impl Catalog {
         let upstream = upstream.clone();
         self.router.add_prompt(prompt, move |args: BTreeMap<String, String>, cx: RequestContext| {
             let upstream = upstream.clone();
-            let name = own_name.clone();
-            async move {
-                upstream
-                    .forward(&cx, None, move |client, _| Box::pin(async move { client.get_prompt(&name, args).await }))
-                    .await
-            }
+            let params = json!({"name": own_name, "arguments": args});
+            async move { typed::<GetPromptResult>(rounds::forward(&upstream, &cx, "prompts/get", params).await?) }
         });
     }
 
@@ -265,6 +314,27 @@ impl Catalog {
         Ok(result.completion)
     }
 
+    /// A `tasks/*` request, sent to the upstream running the task (`tasks/list`: to each).
+    async fn task_request(&self, method: &str, params: Value, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        if method == "tasks/list" {
+            let mut tasks = Vec::new();
+            for upstream in &self.upstreams {
+                if let Ok(page) = upstream.pass(method, params.clone(), cx).await {
+                    tasks.extend(page.get("tasks").and_then(Value::as_array).cloned().unwrap_or_default());
+                }
+            }
+            return Ok(json!({"tasks": tasks}));
+        }
+        let id = params.get("taskId").and_then(Value::as_str).unwrap_or_default();
+        let owner = self.tasks.lock().unwrap().owners.get(id).copied();
+        let owner = match (owner, self.upstreams.len()) {
+            (Some(i), _) => i,
+            (None, 1) => 0,
+            (None, _) => return Err(ErrorObject::invalid_params(format!("Unknown task: {id}"))),
+        };
+        self.upstreams[owner].pass(method, params, cx).await
+    }
+
     /// Counts subscriptions per URI; the first subscribes upstream, the last unsubscribes.
     fn subscribe(&self, uri: &str, on: bool) {
         let send = {
@@ -278,28 +348,20 @@ impl Catalog {
             }
             (before == 0 && after == 1) || (before == 1 && after == 0)
         };
-        let Some(upstream) = self.uri_owner(uri).filter(|_| send) else { return };
-        let Ok((_, client)) = upstream.client() else { return };
-        let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
-        let uri = uri.to_owned();
-        tokio::spawn(async move {
-            if let Err(e) = client.request(method, json!({"uri": uri})).await {
-                tracing::warn!("upstream {:?}: {method} {uri:?}: {e}", upstream.key());
-            }
-        });
+        if let Some(upstream) = self.uri_owner(uri).filter(|_| send) {
+            upstream.watch_resource(uri, on);
+        }
     }
 }
 
-async fn read(
-    upstream: &Upstream,
-    uri: String,
-    cx: &RequestContext,
-) -> Result<Vec<mcp::types::content::ResourceContents>, ToolError> {
-    upstream
-        .forward(cx, None, move |client, _| {
-            Box::pin(async move { client.read_resource(&uri).await.map(|r| r.contents) })
-        })
-        .await
+async fn read(upstream: &Upstream, uri: String, cx: &RequestContext) -> Result<Vec<ResourceContents>, ToolError> {
+    let answer = rounds::forward(upstream, cx, "resources/read", json!({"uri": uri})).await?;
+    Ok(typed::<ReadResourceResult>(answer)?.contents)
+}
+
+/// An upstream's answer read as what it should be.
+fn typed<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ToolError> {
+    serde_json::from_value(answer).map_err(|e| ToolError::new(format!("the upstream's answer is malformed: {e}")))
 }
 
 /// Everything an upstream offers, each list asked only when its capability is declared.

@@ -12,6 +12,7 @@ pub mod config;
 pub mod metrics;
 pub mod names;
 pub mod parked;
+pub mod rounds;
 pub mod upstream;
 
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub async fn serve(
 
 /// Waits for every upstream's first connection (up to [`START_WAIT`]) and lists each: a name
 /// two upstreams would both serve stops the start.
-async fn start(catalog: &Catalog, incoming: &mut mpsc::UnboundedReceiver<Event>) -> Result<(), String> {
+async fn start(catalog: &Arc<Catalog>, incoming: &mut mpsc::UnboundedReceiver<Event>) -> Result<(), String> {
     let mut pending: Vec<usize> = (0..catalog.upstreams().len()).collect();
     let deadline = tokio::time::Instant::now() + START_WAIT;
     while !pending.is_empty() {

@@ -15,13 +15,14 @@ use mcp::client::{Client, ClientOptions, Handler, Handlers, NotificationFn, Stde
 use mcp::server::{BoxFuture, RequestContext, ToolError};
 use mcp::types::logging::LoggingLevel;
 use mcp::types::utilities::ProgressParams;
+use mcp::types::ErrorObject;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 pub use super::parked::{Asker, ParkedCalls, Question, Running};
 
-/// The tool calls of an upstream waiting for a client's answer.
-type Parked = ParkedCalls<mcp::types::tools::CallToolResult>;
+/// The requests of an upstream waiting for a client's answer to the upstream's question.
+type Parked = ParkedCalls<Value>;
 
 use super::config::UpstreamConfig;
 use super::metrics::Metrics;
@@ -63,6 +64,10 @@ pub struct Upstream {
     /// Tool calls waiting for a 2026-07-28 client's answer (it comes with the client's retry).
     parked: Parked,
     next_caller: AtomicU64,
+    /// The URIs downstream clients are subscribed to (a 2026-07-28 upstream is told them in its
+    /// `subscriptions/listen`, which starts again when they change).
+    watched: Mutex<std::collections::BTreeSet<String>>,
+    relisten: Notify,
     events: mpsc::UnboundedSender<Event>,
     router: mcp::Router,
 }
@@ -99,6 +104,8 @@ impl Upstream {
             callers: Mutex::new(Vec::new()),
             parked: Parked::default(),
             next_caller: AtomicU64::new(0),
+            watched: Mutex::new(Default::default()),
+            relisten: Notify::new(),
             events,
             router,
         })
@@ -109,8 +116,8 @@ impl Upstream {
         &self.config.key
     }
 
-    /// Its tool calls waiting for a 2026-07-28 client's answer.
-    pub fn parked_tools(&self) -> &Parked {
+    /// Its requests waiting for a 2026-07-28 client's answer to its question.
+    pub fn parked(&self) -> &Parked {
         &self.parked
     }
 
@@ -163,6 +170,9 @@ impl Upstream {
                     }
                     first = false;
                     let _ = self.events.send(Event::Connected(self.index));
+                    if client.description().modern {
+                        tokio::spawn(self.clone().listen(generation, client.clone()));
+                    }
                     let since = Instant::now();
                     self.watch(generation, &client).await;
                     drop(client);
@@ -195,6 +205,54 @@ impl Upstream {
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), self.broken.notified()).await;
         }
+    }
+
+    /// A 2026-07-28 upstream sends list changes and resource updates only on a
+    /// `subscriptions/listen` request: one stays open for as long as connection `generation`
+    /// lives (sent again when it ends, or when the watched URIs change).
+    async fn listen(self: Arc<Self>, generation: u64, client: Client) {
+        loop {
+            let current = self.client.read().unwrap().as_ref().map(|(g, _)| *g);
+            if current != Some(generation) || client.is_closed() {
+                return;
+            }
+            let uris: Vec<String> = self.watched.lock().unwrap().iter().cloned().collect();
+            let params = serde_json::json!({"notifications": {
+                "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
+                "resourceSubscriptions": uris,
+            }});
+            tokio::select! {
+                outcome = client.request("subscriptions/listen", params) => {
+                    if let Err(e) = outcome {
+                        tracing::debug!("upstream {:?}: subscriptions/listen ended: {e}", self.config.key);
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+                () = self.relisten.notified() => {}
+            }
+        }
+    }
+
+    /// Starts or stops passing on updates of `uri`: `resources/subscribe` to a legacy upstream,
+    /// the URI added to the listen request of a 2026-07-28 one.
+    pub fn watch_resource(&self, uri: &str, on: bool) {
+        let Ok((_, client)) = self.client() else { return };
+        if client.description().modern {
+            let mut watched = self.watched.lock().unwrap();
+            let changed = if on { watched.insert(uri.to_owned()) } else { watched.remove(uri) };
+            drop(watched);
+            if changed {
+                self.relisten.notify_one();
+            }
+            return;
+        }
+        let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
+        let (uri, key) = (uri.to_owned(), self.config.key.clone());
+        tokio::spawn(async move {
+            if let Err(e) = client.request(method, serde_json::json!({"uri": uri})).await {
+                tracing::warn!("upstream {key:?}: {method} {uri:?}: {e}");
+            }
+        });
     }
 
     async fn connect(self: &Arc<Self>) -> Result<Client, mcp::Error> {
@@ -347,6 +405,32 @@ impl Upstream {
                 }
             }
         }
+    }
+
+    /// Passes one request on as it is (a task's `tasks/get`, say), with a 2026-07-28 client's
+    /// capabilities; the upstream's JSON-RPC error comes back as it is.
+    pub async fn pass(&self, method: &str, mut params: Value, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        let (generation, client) = self.client().map_err(ErrorObject::internal)?;
+        if cx.is_modern() && client.description().modern {
+            if let (Value::Object(p), Ok(caps)) = (&mut params, serde_json::to_value(cx.client_capabilities())) {
+                if let Value::Object(m) = p.entry("_meta").or_insert_with(|| serde_json::json!({})) {
+                    m.insert(mcp::types::meta::CLIENT_CAPABILITIES.into(), caps);
+                }
+            }
+        }
+        let started = Instant::now();
+        let outcome = client.request_round(method, params, |_| {}).await;
+        self.metrics.record(started.elapsed(), outcome.is_err());
+        outcome.map_err(|e| match e.rpc() {
+            Some(error) => error.clone(),
+            None => {
+                self.failed(generation, &e.to_string());
+                ErrorObject::internal(format!(
+                    "the server {:?} behind the gateway stopped answering ({e})",
+                    self.config.key
+                ))
+            }
+        })
     }
 
     /// An upstream's failure as the downstream client should see it: its JSON-RPC error as

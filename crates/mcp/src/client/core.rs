@@ -326,6 +326,18 @@ impl Core {
         params: Value,
         progress: Option<ProgressFn>,
     ) -> Result<Value, Error> {
+        self.request_rounds(method, params, progress, true).await
+    }
+
+    /// [`Core::request`]; without `answer_input`, an `input_required` result is returned as
+    /// it is, its questions unanswered.
+    pub async fn request_rounds(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        progress: Option<ProgressFn>,
+        answer_input: bool,
+    ) -> Result<Value, Error> {
         let mut params = if params.is_null() { json!({}) } else { params };
         let mut reinitialized = false;
         for _round in 0..16 {
@@ -338,7 +350,10 @@ impl Core {
                 if let Value::Object(p) = &mut sent {
                     let meta = p.entry("_meta").or_insert_with(|| json!({}));
                     if let Value::Object(m) = meta {
-                        m.extend(self.meta(&version));
+                        // What the caller put in `_meta` stays (a gateway's client's capabilities).
+                        for (key, value) in self.meta(&version) {
+                            m.entry(key).or_insert(value);
+                        }
                     }
                 }
             }
@@ -355,7 +370,7 @@ impl Core {
                 }
                 Err(e) => return Err(Error::from(e)),
             };
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            if !answer_input || result.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 return Ok(result);
             }
             params = self.fulfil(params, &result).await?;

@@ -378,6 +378,39 @@ impl Client {
         self.typed("completion/complete", json!({"ref": reference, "argument": argument})).await
     }
 
+    /// One round of a request, for a gateway: an `input_required` result comes back as it is
+    /// (its questions are the gateway's client's to answer), progress goes to `on_progress`,
+    /// and what `params._meta` holds is kept over this client's own entries (the gateway's
+    /// client's capabilities, say).
+    pub async fn request_round(
+        &self,
+        method: &str,
+        params: Value,
+        on_progress: impl Fn(ProgressParams) + Send + Sync + 'static,
+    ) -> Result<Value, Error> {
+        self.core.request_rounds(method, params, Some(Arc::new(on_progress)), false).await
+    }
+
+    /// What a `tools/call` answered, followed to its end when the server made it a task (each
+    /// new status reported as progress).
+    pub async fn finish_tool_call(
+        &self,
+        answer: Value,
+        on_progress: impl Fn(ProgressParams) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, Error> {
+        match self.started(answer)? {
+            ToolCall::Done(result) => Ok(result),
+            ToolCall::Task(task) => {
+                let mut step = 0.0;
+                self.wait_task(&task.id, |t| {
+                    step += 1.0;
+                    on_progress(task_progress(t, step));
+                })
+                .await
+            }
+        }
+    }
+
     /// `ping` (legacy servers; a modern server answers `server/discover` instead).
     pub async fn ping(&self) -> Result<(), Error> {
         let method = if self.core.description().modern { "server/discover" } else { "ping" };

@@ -538,6 +538,14 @@ impl RequestContext {
         self.inner.input.answers.lock().unwrap().get(key).cloned()
     }
 
+    /// 2026-07-28: keeps `value` under `key` in the sealed `requestState` of the
+    /// `input_required` this request ends with, so that the retry finds it with
+    /// [`input_response`](Self::input_response) while the server keeps nothing (a gateway keeps
+    /// its upstream's state there). Use a key no question has.
+    pub fn keep_in_state(&self, key: &str, value: Value) {
+        self.inner.input.answers.lock().unwrap().insert(key.to_owned(), value);
+    }
+
     /// 2026-07-28: every answer the client sent with this retry and earlier rounds, by key.
     pub fn input_responses(&self) -> JsonObject {
         self.answers()

@@ -174,6 +174,13 @@ impl Router {
             "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
             "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
             "subscriptions/listen" => return self.listen(params(&raw)?, cx).await,
+            "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" | "tasks/list"
+                if self.inner.task_forwarder.get().is_some() =>
+            {
+                let forwarder = self.inner.task_forwarder.get().cloned().expect("checked");
+                let params: Value = params(&raw)?;
+                forwarder(method.to_owned(), params, cx.clone()).await
+            }
             "tasks/get" => task_methods::get(self.tasks(), params(&raw)?, cx, modern).await,
             "tasks/update" => task_methods::update(self.tasks(), params(&raw)?, cx, modern).await,
             "tasks/cancel" => task_methods::cancel(self.tasks(), params(&raw)?, cx, modern).await,
@@ -286,6 +293,13 @@ impl Router {
         let call = Call { method: "tools/call", name: &p.name, arguments: CallArgs::Text(arguments) };
         let responses = p.input_responses.map(|r| bounded_object(r.get(), budget)).transpose()?;
         self.resume(cx, modern, &call, p.request_state.as_deref(), responses)?;
+        if let Some(raw) = &tool.raw {
+            return match raw(arguments, cx.clone()).await {
+                Ok(answer) => Ok(answer),
+                Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
+                Err(e) => self.fail(e, cx, modern.then_some(&call)),
+            };
+        }
         if let Some(support) = tool.support {
             let mode = run::mode(self.task_settings(), &tool.name, support, cx, modern, legacy_task)?;
             return match run::start(self.tasks(), &tool, input, cx, mode).await? {

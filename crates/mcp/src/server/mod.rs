@@ -55,7 +55,7 @@ pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
-pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Rich, Structured, ToolDef, ToolHandler};
+pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
 
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;
@@ -93,7 +93,16 @@ pub(crate) struct Inner {
     pub on_subscribe: OnceLock<SubscribeHook>,
     /// Answers `completion/complete` instead of the registered completers (a gateway's).
     pub completer: OnceLock<CompletionForwarder>,
+    /// Answers `tasks/*` instead of this router's tasks (a gateway's).
+    pub task_forwarder: OnceLock<TaskForwarder>,
 }
+
+/// What [`Router::forward_tasks`] is given: the method, its params, the request's context.
+pub type TaskForwarder = Arc<
+    dyn Fn(String, serde_json::Value, RequestContext) -> BoxFuture<Result<serde_json::Value, mcp_types::ErrorObject>>
+        + Send
+        + Sync,
+>;
 
 /// What [`Router::complete_with`] is given: the request, and its context.
 pub type CompletionForwarder = Arc<
@@ -169,6 +178,7 @@ impl Router {
                 middleware: RwLock::new(Arc::new([])),
                 on_subscribe: OnceLock::new(),
                 completer: OnceLock::new(),
+                task_forwarder: OnceLock::new(),
             }),
         }
     }
@@ -327,6 +337,27 @@ impl Router {
         drop(registry);
         self.announce(Change::Tools);
         replaced
+    }
+
+    /// Adds or replaces a tool whose handler answers with the result's JSON itself (see
+    /// [`RawToolHandler`]): for a gateway, which passes on what its upstream answered, a task
+    /// included. Its arguments are not checked here. Returns `true` when one was replaced.
+    pub fn add_raw_tool(&self, def: ToolDef, handler: RawToolHandler) -> bool {
+        let scopes = def.scopes.clone();
+        let entry = tool::raw_entry(def, handler);
+        let name = entry.name.clone();
+        let replaced = self.inner.registry.write().unwrap().tools.insert(name.clone(), entry);
+        self.set_tool_scopes(&name, scopes);
+        self.announce(Change::Tools);
+        replaced
+    }
+
+    /// Sends every `tasks/*` request (get, update, cancel, result, list) to `forwarder` instead
+    /// of this router's own tasks, and advertises the tasks extension to 2026-07-28 clients: for
+    /// a gateway whose upstreams run the tasks. Set once, before serving.
+    pub fn forward_tasks(self, forwarder: TaskForwarder) -> Self {
+        let _ = self.inner.task_forwarder.set(forwarder);
+        self
     }
 
     /// Removes a tool while serving (and the job tools generated for it); `true` when it existed.
@@ -568,8 +599,9 @@ impl Router {
     /// when a tool may run long (`tasks` in 2025-11-25, the tasks extension in 2026-07-28).
     pub fn capabilities_for(&self, version: &str) -> ServerCapabilities {
         let mut caps = self.capabilities();
-        let tasks = self.inner.registry.read().unwrap().tools.iter().any(|t| t.support.is_some());
-        if tasks && version == mcp_types::version::ProtocolVersion::V2025_11_25 {
+        let forwarded = self.inner.task_forwarder.get().is_some();
+        let tasks = forwarded || self.inner.registry.read().unwrap().tools.iter().any(|t| t.support.is_some());
+        if tasks && !forwarded && version == mcp_types::version::ProtocolVersion::V2025_11_25 {
             caps.tasks = Some(serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}));
         } else if tasks && mcp_types::version::ProtocolVersion::MODERN.contains(&version) {
             let mut extensions = mcp_types::JsonObject::new();

@@ -36,6 +36,10 @@ pub(crate) enum ArgsIn<'a> {
 pub(crate) type ErasedToolHandler =
     Arc<dyn for<'a> Fn(ArgsIn<'a>, RequestContext) -> BoxFuture<Result<CallToolResult, ToolError>> + Send + Sync>;
 
+/// A handler that answers with the result's JSON itself: a gateway passing on whatever its
+/// upstream answered (a result, a task). It is given the arguments' JSON text.
+pub type RawToolHandler = Arc<dyn Fn(&str, RequestContext) -> BoxFuture<Result<Value, ToolError>> + Send + Sync>;
+
 /// A tool as registered: its name, its definition and compiled input schema (both derived on
 /// first use, so a server with many tools still starts in a blink) and its handler.
 pub(crate) struct ToolEntry {
@@ -51,6 +55,8 @@ pub(crate) struct ToolEntry {
     /// Its arguments are checked against its input schema here (not so for a tool forwarded to
     /// a server that checks them itself).
     checked: bool,
+    /// It answers with raw results (see [`RawToolHandler`]).
+    pub raw: Option<RawToolHandler>,
 }
 
 impl ToolEntry {
@@ -405,7 +411,34 @@ where
             handler.call(args, cx).await.map(IntoToolOutput::into_result)
         }) as BoxFuture<_>
     });
-    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler, support, job: None, checked }
+    ToolEntry { name: tool_name, def: entry_def, make_def, schema, handler, support, job: None, checked, raw: None }
+}
+
+/// The registry entry of a raw tool: its definition as given (an object schema when it has
+/// none), its arguments unchecked.
+pub(crate) fn raw_entry(def: ToolDef, handler: RawToolHandler) -> ToolEntry {
+    let mut tool = def.tool;
+    check_name(&tool.name);
+    if tool.input_schema.is_empty() {
+        tool.input_schema.insert("type".into(), "object".into());
+    }
+    let name = tool.name.clone();
+    let unused: ErasedToolHandler = Arc::new(|_: ArgsIn<'_>, _: RequestContext| {
+        Box::pin(async { Err(ToolError::new("a raw tool is called through its raw handler")) }) as BoxFuture<_>
+    });
+    let entry_def = OnceLock::new();
+    let _ = entry_def.set(tool.clone());
+    ToolEntry {
+        name,
+        def: entry_def,
+        make_def: Box::new(move || tool.clone()),
+        schema: OnceLock::new(),
+        handler: unused,
+        support: None,
+        job: None,
+        checked: false,
+        raw: Some(handler),
+    }
 }
 
 fn check_name(name: &str) {
