@@ -2,8 +2,8 @@
 # Runs the official MCP conformance suite (npm @modelcontextprotocol/conformance) against
 # mcp-server-conformance over Streamable HTTP: suite 0.1.16 (every server scenario, pending ones
 # included) and the 0.2.0 alpha (every server scenario of 2025-11-25 and 2026-07-28, and the
-# tasks extension's; the skills extension is later work). Warnings count as failures and
-# there is no expected-failures list. Installs Node 22 from the npm registry when needed.
+# tasks extension's; the skills extension is later work), then the same server behind
+# mcp gateway and mcp bridge. Warnings count as failures and there is no expected-failures list. Installs Node 22 from the npm registry when needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,6 +77,47 @@ for rev in 2025-11-25 2026-07-28; do
     run_requirements "$rev" || requirements_failed=1
 done
 [ "$requirements_failed" -eq 0 ] || { echo "the --requirements runs failed" >&2; exit 1; }
+
+# --- the same server behind the gateway and the bridge: every scenario must pass through them ---
+# mcp gateway fronting mcp-server-conformance over stdio with its names unchanged (both suites);
+# mcp bridge --http fronting it likewise; and the gateway reaching the HTTP server above through
+# mcp bridge --url (stdio to Streamable HTTP), so both directions of the bridge are in the path.
+fronts_dir=$(mktemp -d /tmp/mcp-conformance-fronts.XXXXXX)
+front_pids=()
+trap 'kill $server "${front_pids[@]}" 2>/dev/null || true; rm -rf "$fronts_dir"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+start_front() { # name, then the command serving http://127.0.0.1:$front_port/mcp
+    local name=$1; shift
+    "$@" 2>"$fronts_dir/$name.log" &
+    front_pids+=($!)
+    for _ in $(seq 100); do
+        (echo > "/dev/tcp/127.0.0.1/$front_port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "$name did not start listening on $front_port:" >&2; cat "$fronts_dir/$name.log" >&2; return 1
+}
+mcp_bin="$PWD/target/debug/mcp"
+conformance_bin="$PWD/target/debug/mcp-server-conformance"
+printf '{"mcpServers": {"conformance": {"command": "%s", "prefix": ""}}}\n' "$conformance_bin" >"$fronts_dir/stdio.json"
+printf '{"mcpServers": {"conformance": {"command": "%s", "args": ["bridge", "--url", "%s"], "prefix": ""}}}\n' \
+    "$mcp_bin" "$url" >"$fronts_dir/chain.json"
+fronts_failed=0
+front_port=$(free_port)
+start_front gateway "$mcp_bin" --config "$fronts_dir/stdio.json" gateway --http "127.0.0.1:$front_port"
+echo "== conformance 0.1.16 through mcp gateway (stdio upstream)" >&2
+CONFORMANCE_VERSION=0.1.16 bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+echo "== conformance $ALPHA through mcp gateway (stdio upstream)" >&2
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+front_port=$(free_port)
+start_front bridge "$mcp_bin" bridge --http "127.0.0.1:$front_port" -- "$conformance_bin"
+echo "== conformance $ALPHA through mcp bridge --http" >&2
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+front_port=$(free_port)
+start_front chain "$mcp_bin" --config "$fronts_dir/chain.json" gateway --http "127.0.0.1:$front_port"
+echo "== conformance $ALPHA through mcp gateway, then mcp bridge --url to the HTTP server" >&2
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+kill "${front_pids[@]}" 2>/dev/null || true
+[ "$fronts_failed" -eq 0 ] || { echo "scenarios failed through the gateway or the bridge" >&2; exit 1; }
 
 # --- client scenarios: the suite drives mcp-client-conformance against its own test servers ---
 # Every client scenario of both suites, the OAuth ones (auth/*, their extensions included) too;

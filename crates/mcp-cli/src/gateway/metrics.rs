@@ -33,6 +33,9 @@ impl Metrics {
     }
 }
 
+/// A counter's name, its help, and how to read it.
+type Counter = (&'static str, &'static str, fn(&Metrics) -> u64);
+
 fn escaped(label: &str) -> String {
     label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
@@ -40,7 +43,7 @@ fn escaped(label: &str) -> String {
 /// The page: each metric's help and type once, then one line per upstream.
 pub fn render<'a>(upstreams: impl Iterator<Item = (&'a str, &'a Metrics)> + Clone) -> String {
     let mut out = String::new();
-    let counters: [(&str, &str, fn(&Metrics) -> u64); 3] = [
+    let counters: [Counter; 3] = [
         ("mcp_gateway_requests_total", "Requests forwarded to the upstream.", |m| m.requests.load(Ordering::Relaxed)),
         ("mcp_gateway_errors_total", "Forwarded requests that ended in an error.", |m| {
             m.errors.load(Ordering::Relaxed)

@@ -133,12 +133,6 @@ impl<T> ParkedCalls<T> {
         }
         Ok(Some(running))
     }
-
-    /// How many calls are parked.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.calls.lock().unwrap().len()
-    }
 }
 
 /// The call id in a key `gateway-ID-N`.

@@ -42,9 +42,12 @@ pub enum Event {
 #[derive(Clone)]
 pub struct Connector {
     pub options: ClientOptions,
-    pub authorize:
-        Arc<dyn Fn(&crate::target::OAuthEntry) -> Result<Arc<dyn mcp::client::auth::Authorizer>, String> + Send + Sync>,
+    pub authorize: Arc<Authorize>,
 }
+
+/// Makes the OAuth authorizer of an HTTP upstream from its entry's `oauth` settings.
+pub type Authorize =
+    dyn Fn(&crate::target::OAuthEntry) -> Result<Arc<dyn mcp::client::auth::Authorizer>, String> + Send + Sync;
 
 /// One upstream.
 pub struct Upstream {

@@ -11,6 +11,22 @@ fn is_tchar(b: u8) -> bool {
 }
 
 /// The (argument, header suffix) pairs of a tool; `Err` says which rule an annotation breaks.
+/// A type an `x-mcp-header` may annotate: string, integer or boolean, possibly nullable
+/// (`["boolean", "null"]`: a null value sends no header).
+fn primitive(kind: Option<&Value>) -> bool {
+    let is_primitive = |t: &str| matches!(t, "string" | "integer" | "boolean");
+    match kind {
+        Some(Value::String(t)) => is_primitive(t),
+        Some(Value::Array(types)) => {
+            let names: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            names.len() == types.len()
+                && names.iter().filter(|t| is_primitive(t)).count() == 1
+                && names.iter().all(|t| is_primitive(t) || *t == "null")
+        }
+        _ => false,
+    }
+}
+
 pub(crate) fn header_params(tool: &Tool) -> Result<Vec<(String, String)>, String> {
     let Some(Value::Object(props)) = tool.input_schema.get("properties") else { return Ok(Vec::new()) };
     let mut seen = HashSet::new();
@@ -24,11 +40,38 @@ pub(crate) fn header_params(tool: &Tool) -> Result<Vec<(String, String)>, String
         if !seen.insert(name.to_ascii_lowercase()) {
             return Err(format!("x-mcp-header {name:?} is used twice"));
         }
-        match schema.get("type").and_then(Value::as_str) {
-            Some("string" | "integer" | "boolean") => {}
-            other => return Err(format!("x-mcp-header on {arg} of type {other:?}: only string, integer and boolean")),
+        if !primitive(schema.get("type")) {
+            let shown = schema.get("type").map(Value::to_string).unwrap_or_else(|| "none".into());
+            return Err(format!("x-mcp-header on {arg} of type {shown}: only string, integer and boolean"));
         }
         out.push((arg.clone(), name.to_owned()));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(properties: Value) -> Tool {
+        serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object", "properties": properties}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn primitive_and_nullable_primitive_arguments_may_be_mirrored() {
+        let t = tool(json!({
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "verbose": {"type": ["boolean", "null"], "x-mcp-header": "Verbose"},
+            "query": {"type": "string"}
+        }));
+        let params = header_params(&t).unwrap();
+        assert_eq!(params.len(), 2);
+        for bad in [json!("number"), json!(["string", "integer"]), json!(["null"]), json!("object")] {
+            let t = tool(json!({"x": {"type": bad, "x-mcp-header": "X"}}));
+            assert!(header_params(&t).is_err(), "{bad}");
+        }
+    }
 }

@@ -82,7 +82,10 @@ pub type SidePage = (u16, &'static str, String);
 /// The pages [`HttpConfig::side_routes`] serves: given the path of a `GET`, its page, or `None`
 /// for a path that is not one of them.
 #[derive(Clone)]
-pub struct SideRoutes(pub Arc<dyn Fn(&str) -> Option<SidePage> + Send + Sync>);
+pub struct SideRoutes(pub Arc<SidePages>);
+
+/// The function behind [`SideRoutes`]: a path, its page.
+pub type SidePages = dyn Fn(&str) -> Option<SidePage> + Send + Sync;
 
 impl std::fmt::Debug for SideRoutes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

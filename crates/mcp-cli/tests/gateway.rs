@@ -1,0 +1,379 @@
+//! `mcp gateway` and `mcp bridge` end to end, with real processes and sockets: our servers and
+//! small legacy-only and 2026-07-28-only ones behind the gateway, our client in front; names
+//! prefixed and filtered, health and metrics, a clash refused, a child killed mid-call, a
+//! gateway killed with SIGKILL, 100 sessions on one child, a question from an upstream, and
+//! the bridge in both directions.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, ClientOptions, Handlers, StdioCommand};
+use mcp::types::elicitation::{ElicitAction, ElicitParams, ElicitResult};
+use serde_json::{json, Value};
+
+mod common;
+use common::oidc::http;
+use common::{example, mcp, paypedia, running, unique_sleep};
+
+const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+/// A gateway serving `servers` (an `mcpServers` object) on a free port, killed when dropped.
+struct Gateway {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    fn start(servers: Value) -> Gateway {
+        Gateway::try_start(servers).unwrap_or_else(|e| panic!("the gateway did not start: {e}"))
+    }
+
+    fn try_start(servers: Value) -> Result<Gateway, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("servers.json");
+        std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+        let child = Command::new(mcp())
+            .arg("--config")
+            .arg(&config)
+            .args(["gateway", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Gateway::serving(child, dir)
+    }
+
+    /// Waits for "serving MCP on URL" on the child's stderr.
+    fn serving(mut child: Child, dir: tempfile::TempDir) -> Result<Gateway, String> {
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut seen = String::new();
+        for line in lines.by_ref().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("serving MCP on ") {
+                let url = url.trim().to_owned();
+                std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+                return Ok(Gateway { child, url, _dir: dir });
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        let status = child.wait().unwrap();
+        Err(format!("{status}: {seen}"))
+    }
+
+    fn page(&self, path: &str) -> (u16, String) {
+        http("GET", &self.url.replace("/mcp", path), &[], "")
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stdio(path: PathBuf) -> Value {
+    json!({"command": path})
+}
+
+async fn connect(url: &str, legacy: bool) -> Client {
+    let options = ClientOptions { legacy_only: legacy, ..ClientOptions::default() };
+    Client::connect_http(url, options).await.unwrap()
+}
+
+fn text(result: &mcp::types::tools::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// The pids of `parent`'s children whose command line contains `name`.
+fn children(parent: u32, name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (ppid == parent && String::from_utf8_lossy(&cmdline).contains(name)).then_some(pid)
+        })
+        .collect()
+}
+
+/// A legacy-only stdio server in shell (answers `server/discover` with "method not found"); on
+/// the end of its input it becomes `sleep MARKER`, which ignores it: only the gateway's death
+/// signal ends it.
+fn legacy_server(dir: &Path, marker: &str) -> Value {
+    let script = r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"old","version":"1"}}' ;;
+    *'"method":"ping"'*) r='{}' ;;
+    *'"method":"tools/list"'*) r='{"tools":[{"name":"antique","inputSchema":{"type":"object"}}]}' ;;
+    *'"method":"tools/call"'*) r='{"content":[{"type":"text","text":"from 2025-06-18"}]}' ;;
+    *) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id"; continue ;;
+  esac
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
+done
+exec sleep MARKER"#
+        .replace("MARKER", marker);
+    let path = dir.join("legacy.sh");
+    std::fs::write(&path, script).unwrap();
+    json!({"command": "sh", "args": [path]})
+}
+
+/// A 2026-07-28-only stdio server in Python: `server/discover`, `tools/list` and `tools/call`,
+/// and -32022 for `initialize`.
+fn modern_server(dir: &Path) -> Value {
+    let script = r#"
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params") or {}
+    meta = {"io.modelcontextprotocol/serverInfo": {"name": "new", "version": "1"}}
+    r = None
+    if method == "server/discover":
+        r = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "serverInfo": {"name": "new", "version": "1"}}
+    elif p.get("_meta", {}).get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
+        e = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": e}), flush=True)
+        continue
+    elif method == "tools/list":
+        r = {"resultType": "complete", "tools": [{"name": "shout", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+    elif method == "tools/call":
+        r = {"resultType": "complete", "content": [{"type": "text", "text": p["arguments"]["text"].upper()}]}
+    if r is None:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+    else:
+        r.setdefault("_meta", meta)
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+    let path = dir.join("modern.py");
+    std::fs::write(&path, script).unwrap();
+    json!({"command": "python3", "args": [path]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_prefixed_and_filtered_and_health_and_metrics_are_served() {
+    let gateway = Gateway::start(json!({
+        "example": {"command": example(), "denyTools": ["now", "count*"]},
+        "pay": {"command": paypedia(), "allowTools": ["iban_*"]},
+    }));
+    for legacy in [false, true] {
+        let client = connect(&gateway.url, legacy).await;
+        let names: BTreeSet<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+        assert!(names.contains("example__echo") && names.contains("example__wait"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("example__now") || n.starts_with("example__count")), "{names:?}");
+        let pay: Vec<&String> = names.iter().filter(|n| n.starts_with("pay__")).collect();
+        assert!(!pay.is_empty() && pay.iter().all(|n| n.starts_with("pay__iban_")), "{names:?}");
+        assert!(names.iter().all(|n| n.len() <= 64));
+        let echoed = client.call_tool("example__echo", json!({"text": "through"})).await.unwrap();
+        assert_eq!(text(&echoed), "through");
+        let checked = client.call_tool("pay__iban_check", json!({"input": IBAN})).await.unwrap();
+        assert_ne!(checked.is_error, Some(true), "{checked:?}");
+        let filtered = client.call_tool("example__now", json!({})).await;
+        assert!(filtered.is_err(), "a filtered tool is not served");
+    }
+    assert_eq!(gateway.page("/healthz"), (200, "ok\n".into()));
+    assert_eq!(gateway.page("/readyz").0, 200);
+    let (status, metrics) = gateway.page("/metrics");
+    assert_eq!(status, 200);
+    let calls = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp_gateway_requests_total{upstream=\"pay\"} "))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(calls >= Some(2), "{metrics}");
+    assert!(metrics.contains("mcp_gateway_up{upstream=\"example\"} 1"), "{metrics}");
+}
+
+#[test]
+fn names_that_would_clash_without_a_prefix_stop_the_start() {
+    let error = Gateway::try_start(json!({
+        "one": {"command": example(), "prefix": ""},
+        "two": {"command": example(), "prefix": ""},
+    }))
+    .err()
+    .expect("a clash is refused");
+    assert!(error.contains("already served by another upstream") && error.contains("echo"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_killed_mid_call_fails_its_call_at_once_and_is_started_again() {
+    let gateway = Gateway::start(json!({"example": stdio(example()), "pay": stdio(paypedia())}));
+    let client = connect(&gateway.url, false).await;
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool("example__wait", json!({"ms": 60_000})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pids = children(gateway.pid(), "mcp-example");
+    assert_eq!(pids.len(), 1, "one mcp-example child");
+    let killed = Instant::now();
+    Command::new("kill").args(["-9", &pids[0].to_string()]).status().unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("no hang").unwrap();
+    let took = killed.elapsed();
+    eprintln!("the call in flight ended {took:?} after its server was killed");
+    let result = outcome.expect("a tool result saying what happened");
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("stopped answering") || text(&result).contains("not connected"), "{result:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // The other upstream is unaffected, and the killed one comes back.
+    let checked = client.call_tool("pay__iban_check", json!({"input": IBAN})).await.unwrap();
+    assert_ne!(checked.is_error, Some(true));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let echoed = client.call_tool("example__echo", json!({"text": "back"})).await.unwrap();
+        if echoed.is_error != Some(true) {
+            assert_eq!(text(&echoed), "back");
+            break;
+        }
+        assert!(Instant::now() < deadline, "not restarted: {echoed:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, metrics) = gateway.page("/metrics");
+    assert!(metrics.contains("mcp_gateway_restarts_total{upstream=\"example\"} 1"), "{metrics}");
+}
+
+#[test]
+fn no_child_outlives_a_gateway_killed_with_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = unique_sleep();
+    let gateway = Gateway::start(json!({"old": legacy_server(dir.path(), &marker), "example": stdio(example())}));
+    assert_eq!(children(gateway.pid(), "mcp-example").len(), 1);
+    assert_eq!(children(gateway.pid(), "legacy.sh").len(), 1);
+    let mut gateway = gateway;
+    gateway.child.kill().unwrap(); // SIGKILL: no clean-up code runs
+    gateway.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (running(&marker) || running(&format!("{}", example().display()))) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running(&marker), "the legacy server (now `sleep {marker}`, deaf to its input) outlived the gateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_sessions_on_one_child_get_their_own_answers() {
+    let gateway = Gateway::start(json!({"example": {"command": example(), "shared": true}}));
+    let mut calls = Vec::new();
+    for i in 0..100 {
+        let url = gateway.url.clone();
+        calls.push(tokio::spawn(async move {
+            let client = connect(&url, i % 2 == 0).await;
+            let mine = format!("session {i}");
+            let result = client.call_tool("example__echo", json!({"text": mine})).await.unwrap();
+            (mine, text(&result))
+        }));
+    }
+    for call in calls {
+        let (mine, got) = call.await.unwrap();
+        assert_eq!(got, mine);
+    }
+    assert_eq!(children(gateway.pid(), "mcp-example").len(), 1, "one shared child");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eras_are_bridged_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(json!({
+        "old": legacy_server(dir.path(), &unique_sleep()),
+        "new": modern_server(dir.path()),
+    }));
+    for legacy in [true, false] {
+        let client = connect(&gateway.url, legacy).await;
+        assert_eq!(client.description().modern, !legacy);
+        let shouted = client.call_tool("new__shout", json!({"text": "hello"})).await.unwrap();
+        assert_eq!(
+            text(&shouted),
+            "HELLO",
+            "a {} client to a 2026-07-28-only server",
+            if legacy { "2025" } else { "2026" }
+        );
+        let old = client.call_tool("old__antique", json!({})).await.unwrap();
+        assert_eq!(text(&old), "from 2025-06-18");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_question_is_answered_by_the_client_in_either_era() {
+    let gateway = Gateway::start(json!({"example": stdio(example())}));
+    for legacy in [true, false] {
+        let elicitation: mcp::client::Handler<ElicitParams, ElicitResult> = std::sync::Arc::new(|params| {
+            Box::pin(async move {
+                let message = serde_json::to_value(&params).unwrap()["message"].as_str().unwrap_or_default().to_owned();
+                assert!(message.contains("Proceed?"), "{message}");
+                let content = json!({"yes": true}).as_object().cloned();
+                Ok(ElicitResult { result_type: None, action: ElicitAction::Accept, content, meta: None })
+            })
+        });
+        let handlers = Handlers { elicitation: Some(elicitation), ..Handlers::default() };
+        let options = ClientOptions { legacy_only: legacy, handlers, ..ClientOptions::default() };
+        let client = Client::connect_http(&gateway.url, options).await.unwrap();
+        let result = client.call_tool("example__confirm", json!({"question": "Proceed?"})).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(text(&result), "the user said yes", "legacy: {legacy}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_serves_a_stdio_server_over_http_and_a_url_over_stdio() {
+    // mcp bridge --http ADDR -- paypedia
+    let child = Command::new(mcp())
+        .args(["bridge", "--http", "127.0.0.1:0", "--"])
+        .arg(paypedia())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bridge = Gateway::serving(child, tempfile::tempdir().unwrap()).unwrap();
+    let client = connect(&bridge.url, false).await;
+    let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.iter().any(|n| n == "iban_check"), "names are kept: {names:?}");
+    // mcp bridge --url URL, as a host starts it: a stdio server, its tools filtered.
+    let command =
+        StdioCommand::new(mcp().to_string_lossy()).args(["bridge", "--url", &bridge.url, "--ignore-tool", "iban_*"]);
+    let stdio = Client::connect_stdio(command, ClientOptions::default()).await.unwrap();
+    let names: Vec<String> = stdio.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(!names.is_empty() && !names.iter().any(|n| n.starts_with("iban_")), "{names:?}");
+    let first = names[0].clone();
+    let tools = stdio.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == first));
+    stdio.close().await;
+}
+
+#[test]
+fn bad_command_lines_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.json");
+    std::fs::write(&config, r#"{"mcpServers": {"x": {"command": "srv", "prefix": "a b"}}}"#).unwrap();
+    for (args, expected) in [
+        (vec!["gateway", "--http", "127.0.0.1:0"], "needs --config"),
+        (vec!["--config", config.to_str().unwrap(), "gateway"], "prefix"),
+        (vec!["bridge", "--", "srv"], "add --http"),
+        (vec!["bridge", "--url", "http://127.0.0.1:1/mcp", "--http", "127.0.0.1:0"], "serves stdio"),
+        (
+            vec!["--header", "X: ${MCP_GATEWAY_TEST_UNSET}", "bridge", "--url", "http://127.0.0.1:1/mcp"],
+            "MCP_GATEWAY_TEST_UNSET",
+        ),
+    ] {
+        let out = Command::new(mcp()).args(&args).stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
