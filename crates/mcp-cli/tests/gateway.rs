@@ -287,6 +287,31 @@ async fn a_hundred_sessions_on_one_child_get_their_own_answers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_legacy_session_has_its_own_child_ended_with_the_session() {
+    let gateway = Gateway::start(json!({"example": stdio(example())}));
+    assert_eq!(children(gateway.pid(), "mcp-example").len(), 1, "the child that lists");
+    let mut sessions = Vec::new();
+    for i in 0..3 {
+        let client = connect(&gateway.url, true).await;
+        let result = client.call_tool("example__echo", json!({"text": format!("s{i}")})).await.unwrap();
+        assert_eq!(text(&result), format!("s{i}"));
+        sessions.push(client);
+    }
+    let modern = connect(&gateway.url, false).await;
+    assert_eq!(text(&modern.call_tool("example__echo", json!({"text": "m"})).await.unwrap()), "m");
+    assert_eq!(children(gateway.pid(), "mcp-example").len(), 4, "one more per legacy session");
+    assert!(gateway.page("/metrics").1.contains("mcp_gateway_session_children{upstream=\"example\"} 3"));
+    for client in sessions {
+        client.close().await; // DELETE: the session ends
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while children(gateway.pid(), "mcp-example").len() > 1 {
+        assert!(Instant::now() < deadline, "the sessions' children outlived them: {}", gateway.page("/metrics").1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eras_are_bridged_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let gateway = Gateway::start(json!({

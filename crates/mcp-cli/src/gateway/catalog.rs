@@ -229,7 +229,7 @@ impl Catalog {
                     let arguments =
                         arguments.map_err(|e| ToolError::invalid_params(format!("invalid arguments: {e}")))?;
                     let params = json!({"name": &*name, "arguments": arguments});
-                    let answer = rounds::forward(&upstream, &cx, "tools/call", params).await?;
+                    let answer = rounds::forward(&upstream.for_caller(&cx), &cx, "tools/call", params).await?;
                     if let (Some(catalog), Some(id)) = (catalog.upgrade(), created_task(&answer)) {
                         catalog.tasks.lock().unwrap().insert(id, upstream.index);
                     }
@@ -305,6 +305,7 @@ impl Catalog {
             object.remove("_meta");
         }
         let value = upstream
+            .for_caller(&cx)
             .forward(&cx, None, move |client, _| {
                 Box::pin(async move { client.request("completion/complete", forwarded).await })
             })
@@ -354,8 +355,8 @@ impl Catalog {
     }
 }
 
-async fn read(upstream: &Upstream, uri: String, cx: &RequestContext) -> Result<Vec<ResourceContents>, ToolError> {
-    let answer = rounds::forward(upstream, cx, "resources/read", json!({"uri": uri})).await?;
+async fn read(upstream: &Arc<Upstream>, uri: String, cx: &RequestContext) -> Result<Vec<ResourceContents>, ToolError> {
+    let answer = rounds::forward(&upstream.for_caller(cx), cx, "resources/read", json!({"uri": uri})).await?;
     Ok(typed::<ReadResourceResult>(answer)?.contents)
 }
 

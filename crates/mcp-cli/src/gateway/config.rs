@@ -22,8 +22,9 @@ pub struct UpstreamConfig {
     pub allow: Vec<Glob>,
     /// Tools matching one of these are never served.
     pub deny: Vec<Glob>,
-    /// One child for every downstream client (stdio upstreams; the default is one child per
-    /// gateway too, see the README), multiplexed with the ids rewritten.
+    /// One child for every downstream client, multiplexed (the client's ids are its own), instead
+    /// of a child per legacy session (stdio upstreams; 2026-07-28 requests, which have no
+    /// session, share the child that lists).
     pub shared: bool,
     /// The OAuth scopes a downstream token needs to use this server's tools.
     pub scopes: Vec<String>,

@@ -14,6 +14,8 @@ pub struct Metrics {
     pub errors: AtomicU64,
     pub restarts: AtomicU64,
     pub up: AtomicBool,
+    /// Children running for one downstream session each.
+    pub session_children: AtomicU64,
     latency_micros: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
 }
@@ -62,6 +64,14 @@ pub fn render<'a>(upstreams: impl Iterator<Item = (&'a str, &'a Metrics)> + Clon
     for (key, m) in upstreams.clone() {
         let _ =
             writeln!(out, "mcp_gateway_up{{upstream=\"{}\"}} {}", escaped(key), u8::from(m.up.load(Ordering::Relaxed)));
+    }
+    let _ = writeln!(
+        out,
+        "# HELP mcp_gateway_session_children Children running for one client session each.\n# TYPE mcp_gateway_session_children gauge"
+    );
+    for (key, m) in upstreams.clone() {
+        let n = m.session_children.load(Ordering::Relaxed);
+        let _ = writeln!(out, "mcp_gateway_session_children{{upstream=\"{}\"}} {n}", escaped(key));
     }
     let name = "mcp_gateway_request_duration_seconds";
     let _ = writeln!(out, "# HELP {name} Time from forwarding a request to its answer.\n# TYPE {name} histogram");

@@ -111,7 +111,7 @@ fn side_routes(catalog: Arc<Catalog>) -> SideRoutes {
                 })
             }
             "/metrics" => {
-                let page = metrics::render(catalog.upstreams().iter().map(|u| (u.key(), &u.metrics)));
+                let page = metrics::render(catalog.upstreams().iter().map(|u| (u.key(), &*u.metrics)));
                 Some((200, "text/plain; version=0.0.4; charset=utf-8", page))
             }
             _ => None,

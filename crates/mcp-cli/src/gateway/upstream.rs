@@ -7,12 +7,12 @@
 //! waiting on that server: exact for one client at a time, a best guess when a `shared` child
 //! serves several at once.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use mcp::client::{Client, ClientOptions, Handler, Handlers, NotificationFn, Stderr};
-use mcp::server::{BoxFuture, RequestContext, ToolError};
+use mcp::server::{BoxFuture, RequestContext, SessionRef, ToolError};
 use mcp::types::logging::LoggingLevel;
 use mcp::types::utilities::ProgressParams;
 use mcp::types::ErrorObject;
@@ -27,6 +27,26 @@ type Parked = ParkedCalls<Value>;
 use super::config::UpstreamConfig;
 use super::metrics::Metrics;
 use crate::target::Target;
+
+/// The most children one stdio upstream runs for sessions (past it, sessions share one).
+const MAX_SESSION_CHILDREN: usize = 256;
+
+/// Ends the children of sessions that ended, every second, for as long as `upstream` lives.
+async fn reap_sessions(upstream: Weak<Upstream>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let Some(upstream) = upstream.upgrade() else { return };
+        let mut sessions = upstream.sessions.lock().unwrap();
+        sessions.retain(|(session, child)| {
+            let alive = session.is_alive();
+            if !alive {
+                child.stop();
+            }
+            alive
+        });
+        upstream.metrics.session_children.store(sessions.len() as u64, Ordering::Relaxed);
+    }
+}
 
 /// What an upstream tells the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +73,17 @@ pub type Authorize =
 pub struct Upstream {
     pub index: usize,
     pub config: UpstreamConfig,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     connector: Connector,
+    /// For a child of one downstream session (a stdio upstream not `shared`): that session.
+    session: Option<SessionRef>,
+    /// The children of the sessions (on the upstream that lists, which serves 2026-07-28
+    /// requests and those beyond the cap itself).
+    sessions: Mutex<Vec<(SessionRef, Arc<Upstream>)>>,
+    /// Set when its session ended: it connects no more.
+    stopped: AtomicBool,
+    /// Woken after each connection attempt.
+    attempted: Notify,
     /// The live connection and its generation (which failure reports name).
     client: RwLock<Option<(u64, Client)>>,
     generation: AtomicU64,
@@ -95,11 +124,31 @@ impl Upstream {
         events: mpsc::UnboundedSender<Event>,
         router: mcp::Router,
     ) -> Arc<Upstream> {
+        let upstream = Upstream::build(index, config, connector, events, router, None, Arc::default());
+        if !upstream.config.shared && matches!(upstream.config.target, Target::Stdio(_)) {
+            tokio::spawn(reap_sessions(Arc::downgrade(&upstream)));
+        }
+        upstream
+    }
+
+    fn build(
+        index: usize,
+        config: UpstreamConfig,
+        connector: Connector,
+        events: mpsc::UnboundedSender<Event>,
+        router: mcp::Router,
+        session: Option<SessionRef>,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Upstream> {
         Arc::new(Upstream {
             index,
             config,
-            metrics: Metrics::default(),
+            metrics,
             connector,
+            session,
+            sessions: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
+            attempted: Notify::new(),
             client: RwLock::new(None),
             generation: AtomicU64::new(0),
             last_error: Mutex::new("not connected yet".into()),
@@ -112,6 +161,61 @@ impl Upstream {
             events,
             router,
         })
+    }
+
+    /// The upstream that serves `cx`: for a legacy session's request to a stdio upstream that
+    /// is not `shared`, the session's own child (started now for its first request, ended with
+    /// the session); otherwise this one.
+    pub fn for_caller(self: &Arc<Self>, cx: &RequestContext) -> Arc<Upstream> {
+        let Some(session) = cx.session_ref() else { return self.clone() };
+        if self.session.is_some() || self.config.shared || !matches!(self.config.target, Target::Stdio(_)) {
+            return self.clone();
+        }
+        let mut sessions = self.sessions.lock().unwrap();
+        if let Some((_, child)) = sessions.iter().find(|(s, _)| s.same(&session)) {
+            return child.clone();
+        }
+        if sessions.len() >= MAX_SESSION_CHILDREN {
+            tracing::warn!(
+                "upstream {:?}: {MAX_SESSION_CHILDREN} session children already; sharing one",
+                self.config.key
+            );
+            return self.clone();
+        }
+        let child = Upstream::build(
+            self.index,
+            self.config.clone(),
+            self.connector.clone(),
+            self.events.clone(),
+            self.router.clone(),
+            Some(session.clone()),
+            self.metrics.clone(),
+        );
+        tokio::spawn(child.clone().supervise());
+        sessions.push((session, child.clone()));
+        self.metrics.session_children.store(sessions.len() as u64, Ordering::Relaxed);
+        child
+    }
+
+    /// Ends a session's child: it is not connected again, and its process ends with its last
+    /// request.
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        *self.client.write().unwrap() = None;
+        self.broken.notify_one();
+        self.relisten.notify_one(); // the listen request holds the connection: it ends too
+    }
+
+    /// The live connection, waiting for the first attempt of one being started (a session's
+    /// child at its first request).
+    pub async fn ready_client(&self) -> Result<(u64, Client), String> {
+        if self.session.is_some() && !self.is_up() {
+            let attempted = self.attempted.notified();
+            if !self.is_up() {
+                let _ = tokio::time::timeout(Duration::from_secs(30), attempted).await;
+            }
+        }
+        self.client()
     }
 
     /// The name the gateway's messages use for it.
@@ -149,10 +253,13 @@ impl Upstream {
         if client.as_ref().is_some_and(|(g, _)| *g == generation) {
             *client = None;
             *self.last_error.lock().unwrap() = why.to_owned();
-            self.metrics.up.store(false, Ordering::Relaxed);
+            if self.session.is_none() {
+                self.metrics.up.store(false, Ordering::Relaxed);
+            }
             drop(client);
             tracing::warn!("upstream {:?} failed: {why}", self.config.key);
             self.broken.notify_one();
+            self.relisten.notify_one();
         }
     }
 
@@ -162,17 +269,27 @@ impl Upstream {
     pub async fn supervise(self: Arc<Self>) {
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
-        loop {
-            match self.connect().await {
+        let listing = self.session.is_none();
+        while !self.stopped.load(Ordering::Relaxed) {
+            let connected = self.connect().await;
+            if self.stopped.load(Ordering::Relaxed) {
+                return;
+            }
+            match connected {
                 Ok(client) => {
                     let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
                     *self.client.write().unwrap() = Some((generation, client.clone()));
-                    self.metrics.up.store(true, Ordering::Relaxed);
+                    self.attempted.notify_waiters();
+                    if listing {
+                        self.metrics.up.store(true, Ordering::Relaxed);
+                    }
                     if !first {
                         self.metrics.restarts.fetch_add(1, Ordering::Relaxed);
                     }
                     first = false;
-                    let _ = self.events.send(Event::Connected(self.index));
+                    if listing {
+                        let _ = self.events.send(Event::Connected(self.index));
+                    }
                     if client.description().modern {
                         tokio::spawn(self.clone().listen(generation, client.clone()));
                     }
@@ -187,6 +304,7 @@ impl Upstream {
                     let why = e.to_string();
                     tracing::warn!("upstream {:?}: cannot connect: {why}", self.config.key);
                     *self.last_error.lock().unwrap() = why;
+                    self.attempted.notify_waiters();
                 }
             }
             tokio::time::sleep(backoff).await;
@@ -199,7 +317,7 @@ impl Upstream {
     async fn watch(&self, generation: u64, client: &Client) {
         loop {
             let current = self.client.read().unwrap().as_ref().map(|(g, _)| *g);
-            if current != Some(generation) {
+            if current != Some(generation) || self.stopped.load(Ordering::Relaxed) {
                 return;
             }
             if client.is_closed() {
@@ -333,7 +451,9 @@ impl Upstream {
                 "notifications/tools/list_changed"
                 | "notifications/prompts/list_changed"
                 | "notifications/resources/list_changed" => {
-                    let _ = upstream.events.send(Event::Changed(upstream.index));
+                    if upstream.session.is_none() {
+                        let _ = upstream.events.send(Event::Changed(upstream.index));
+                    }
                 }
                 "notifications/resources/updated" => {
                     if let Some(uri) = params.get("uri").and_then(Value::as_str) {
@@ -372,7 +492,7 @@ impl Upstream {
         let mut running = match parked.map(|p| p.resume(cx)).transpose()?.flatten() {
             Some(running) => running,
             None => {
-                let (generation, client) = self.client().map_err(ToolError::new)?;
+                let (generation, client) = self.ready_client().await.map_err(ToolError::new)?;
                 Running::start(generation, client, request)
             }
         };

@@ -44,6 +44,8 @@ struct HttpSender {
     auth: Option<Arc<dyn Authorizer>>,
     state: Mutex<State>,
     inflight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
+    /// The session's GET stream, ended on close (a server keeps a session whose stream is open).
+    get_stream: Mutex<Option<tokio::task::AbortHandle>>,
     core: Weak<Core>,
 }
 
@@ -68,6 +70,7 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
         auth,
         state: Mutex::new(State::default()),
         inflight: Mutex::new(HashMap::new()),
+        get_stream: Mutex::new(None),
         core: Arc::downgrade(core),
     });
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -477,7 +480,10 @@ impl Sender for Arc<HttpSender> {
             (s.session.clone(), s.old_endpoint.is_some())
         };
         let Some(session) = session.filter(|_| !old) else { return };
-        tokio::spawn(self.clone().listen(session));
+        let task = tokio::spawn(self.clone().listen(session));
+        if let Some(previous) = self.get_stream.lock().unwrap().replace(task.abort_handle()) {
+            previous.abort();
+        }
     }
 
     fn abandon(&self, id: &RequestId) {
@@ -495,6 +501,9 @@ impl Sender for Arc<HttpSender> {
     fn close(&self) -> BoxFuture<()> {
         let me = self.clone();
         Box::pin(async move {
+            if let Some(stream) = me.get_stream.lock().unwrap().take() {
+                stream.abort();
+            }
             let session = me.state.lock().unwrap().session.take();
             if let Some(session) = session {
                 let _ = me.send_request(Method::DELETE, &me.url, None, &[("mcp-session-id".to_owned(), session)]).await;

@@ -31,6 +31,28 @@ use crate::error::ToolError;
 use crate::server::tasks::manager::LiveTask;
 use crate::server::tasks::record::TaskForm;
 
+/// A legacy session, named without being kept alive (see [`RequestContext::session_ref`]).
+#[derive(Clone, Debug)]
+pub struct SessionRef(std::sync::Weak<Session>);
+
+impl SessionRef {
+    /// Whether the session is still open.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Whether both name the same session.
+    pub fn same(&self, other: &SessionRef) -> bool {
+        self.0.ptr_eq(&other.0)
+    }
+
+    /// A number telling live sessions apart (reused after a session ends: check
+    /// [`same`](Self::same) too).
+    pub fn key(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
 /// Adds `_meta["io.modelcontextprotocol/related-task"]` to a message's params (2025-11-25).
 fn tag_related(params: &mut Value, task_id: &str) {
     if !params.is_object() {
@@ -265,6 +287,13 @@ impl RequestContext {
     /// Resolves when the client cancels the request (or the connection ends).
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await
+    }
+
+    /// The legacy session the request came on, as a handle that does not keep it alive: a
+    /// gateway keeps a child process per session and ends it when the session ends. `None` for
+    /// a 2026-07-28 request.
+    pub fn session_ref(&self) -> Option<SessionRef> {
+        self.session().map(|s| SessionRef(Arc::downgrade(s)))
     }
 
     /// The legacy session the request belongs to, if any.

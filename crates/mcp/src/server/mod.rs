@@ -50,7 +50,7 @@ use tokio::sync::broadcast;
 
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
-pub use context::{Elicitation, RequestContext};
+pub use context::{Elicitation, RequestContext, SessionRef};
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
