@@ -25,6 +25,11 @@ if [ ! -d "$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesy
     npm install --prefix "$CACHE/fs-$FS_SERVER" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-filesystem@$FS_SERVER" >&2
 fi
 fs_server="$CACHE/fs-$FS_SERVER/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+EVERYTHING=${INTEROP_EVERYTHING_VERSION:-2026.8.31}
+if [ ! -d "$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/server-everything" ]; then
+    npm install --prefix "$CACHE/everything-$EVERYTHING" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-everything@$EVERYTHING" >&2
+fi
+everything="$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 PY_SDK=${INTEROP_PY_SDK_VERSION:-2.3.0}
 python="$CACHE/py-mcp-$PY_SDK/bin/python"
 if ! "$python" -c 'import mcp' 2>/dev/null; then
@@ -125,6 +130,35 @@ wait "$login" && login_rc=0 || login_rc=$?
 check "mcp logs in to a TypeScript server that requires OAuth" test "$login_rc" -eq 0
 expect "and calls it with the token" "HELLO" $mcp --url "$ts_url" call shout text=hello
 unset MCP_AUTH_FILE
+
+# mcp gateway in front of servers no one here wrote (npm server-everything and server-filesystem
+# over stdio), mcp-example over stdio with its names kept, and the protected paypedia over HTTP,
+# reached with the gateway's own client credentials; the TypeScript and Python clients and mcp
+# in front.
+gw_dir="$work/gateway"; mkdir -p "$gw_dir/allowed"; echo "gateway interop" > "$gw_dir/allowed/note.txt"
+printf 'machine-secret' > "$gw_dir/secret"
+cat > "$gw_dir/servers.json" <<JSON
+{"mcpServers": {
+  "example": {"command": "$PWD/$example", "prefix": ""},
+  "pay": {"url": "http://127.0.0.1:$paypedia_port/mcp", "prefix": "",
+          "oauth": {"clientId": "machine-basic", "clientSecretFile": "$gw_dir/secret", "grant": "client_credentials", "scopes": "paypedia:read"}},
+  "everything": {"command": "$node", "args": ["$everything", "stdio"], "denyTools": ["get-env"]},
+  "files": {"command": "$node", "args": ["$fs_server", "$gw_dir/allowed"], "allowTools": ["list_*", "read_*"]}
+}}
+JSON
+gw_port=$(free_port)
+MCP_AUTH_FILE="$gw_dir/oauth.json" $mcp --config "$gw_dir/servers.json" gateway --http "127.0.0.1:$gw_port" 2>"$gw_dir/gateway.log" &
+wait_port "$gw_port"
+gw="http://127.0.0.1:$gw_port/mcp"
+expect "the TypeScript client drives mcp-example through the gateway" "OK" "$node" "$work/ts-client.mjs" http "$gw"
+expect "the Python client calls the protected paypedia through the gateway (its own token)" "OK" \
+    "$python" tests/interop/py-bearer-client.py "$gw" "not-a-token-the-gateway-passes-on"
+expect "mcp calls server-everything through the gateway, namespaced" "hello through" $mcp --url "$gw" call everything__echo "message=hello through"
+check "server-everything's get-env is filtered out" bash -c '! "$0" --url "$1" tools | grep -q get-env' "$mcp" "$gw"
+expect "mcp reads a file through the filesystem server behind the gateway" "gateway interop" \
+    $mcp --url "$gw" call files__read_text_file "path=$gw_dir/allowed/note.txt"
+check "the filesystem server's write tools are filtered out" bash -c '! "$0" --url "$1" tools | grep -q files__write' "$mcp" "$gw"
+expect "the gateway is ready and counts per upstream" 'mcp_gateway_requests_total{upstream="pay"}' curl -s "http://127.0.0.1:$gw_port/metrics"
 
 # A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
 # (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`

@@ -27,11 +27,13 @@ pub fn free_port() -> u16 {
 }
 
 impl HttpProcess {
-    /// Starts `path` with `args` (where `{addr}` is replaced) and waits until it listens.
+    /// Starts `path` with `args` (where `{addr}` and `{port}` are replaced) and waits until it
+    /// listens.
     pub fn start(path: &std::path::Path, args: &[&str]) -> HttpProcess {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
-        let args: Vec<String> = args.iter().map(|a| a.replace("{addr}", &addr)).collect();
+        let args: Vec<String> =
+            args.iter().map(|a| a.replace("{addr}", &addr).replace("{port}", &port.to_string())).collect();
         let child = Command::new(path)
             .args(&args)
             .stdin(Stdio::null())

@@ -33,6 +33,10 @@ impl Gateway {
     }
 
     fn try_start(servers: Value) -> Result<Gateway, String> {
+        Gateway::try_start_with(servers, &[])
+    }
+
+    fn try_start_with(servers: Value, args: &[&str]) -> Result<Gateway, String> {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("servers.json");
         std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
@@ -40,6 +44,7 @@ impl Gateway {
             .arg("--config")
             .arg(&config)
             .args(["gateway", "--http", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -199,6 +204,26 @@ async fn names_are_prefixed_and_filtered_and_health_and_metrics_are_served() {
         .and_then(|n| n.parse::<u64>().ok());
     assert!(calls >= Some(2), "{metrics}");
     assert!(metrics.contains("mcp_gateway_up{upstream=\"example\"} 1"), "{metrics}");
+}
+
+#[test]
+fn each_listing_of_an_upstreams_tools_is_audited_with_their_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let gateway =
+        Gateway::try_start_with(json!({"example": stdio(example())}), &["--audit-log", log.to_str().unwrap()]).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let listing: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "upstream_tools_listed")
+        .unwrap_or_else(|| panic!("no listing in the audit log: {text}"));
+    assert_eq!(listing["upstream"], "example");
+    let echo = listing["tools"].as_array().unwrap().iter().find(|t| t["name"] == "echo").expect("echo listed");
+    let hash = echo["sha256"].as_str().unwrap();
+    assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()), "{hash}");
+    assert_eq!(listing["changed"], json!([]));
+    drop(gateway);
 }
 
 #[test]
@@ -401,4 +426,46 @@ fn bad_command_lines_say_what_is_wrong() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+/// `mcp-example --http 127.0.0.1:PORT`, waited for until it listens.
+fn example_http(port: u16) -> Child {
+    let child = Command::new(example())
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "mcp-example did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_server_that_restarts_is_reached_again_in_either_era() {
+    let port = common::oidc::free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut server = example_http(port);
+    for legacy in [true, false] {
+        let mut args = vec!["bridge", "--url", url.as_str()];
+        if legacy {
+            args.insert(0, "--legacy"); // the bridge speaks to the server in the 2025 era: a session
+        }
+        let command = StdioCommand::new(mcp().to_string_lossy()).args(args);
+        let client = Client::connect_stdio(command, ClientOptions::default()).await.unwrap();
+        let before = client.call_tool("echo", json!({"text": "before"})).await.unwrap();
+        assert_eq!(text(&before), "before");
+        let _ = server.kill();
+        let _ = server.wait();
+        server = example_http(port); // a new process: the old session is gone
+        let after = client.call_tool("echo", json!({"text": "after"})).await.unwrap();
+        assert_eq!(text(&after), "after", "legacy: {legacy}: {after:?}");
+        client.close().await;
+    }
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -341,3 +341,82 @@ fn an_opaque_token_is_accepted_through_introspection() {
     let out = call_iban(&store, &server.url, &["--header", "Authorization: Bearer not-a-real-token"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
 }
+
+/// `mcp bridge --url URL --no-browser` as a host starts it, its tokens in `store`; its stderr
+/// lines go to `lines`.
+fn bridge(store: &Path, url: &str, lines: std::sync::mpsc::Sender<String>) -> Child {
+    let mut child = Command::new(mcp())
+        .args(["bridge", "--url", url, "--no-browser"])
+        .env("MCP_AUTH_FILE", store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    child
+}
+
+/// Calls `iban_check` through a bridge on its stdin and stdout.
+fn call_through(child: &mut Child) -> String {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}"#;
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"iban_check","arguments":{{"input":"{IBAN}"}}}}}}"#
+    );
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("protocolVersion"), "{line}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    writeln!(stdin, "{call}").unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn two_bridges_started_at_once_make_one_authorization() {
+    let (auth, server) = setup(&[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut first = bridge(&store, &server.url, tx.clone());
+    let mut second = bridge(&store, &server.url, tx);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut said = String::new();
+    let authorize = loop {
+        let line =
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_else(|_| panic!("{said}"));
+        said.push_str(&line);
+        said.push('\n');
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http") && w.contains("code_challenge")) {
+            break url.to_owned();
+        }
+    };
+    let jar = store.with_extension("cookies");
+    let browser = Command::new("curl")
+        .args(["-s", "-L", "--max-redirs", "20", "-c", jar.to_str().unwrap(), "-b", jar.to_str().unwrap(), &authorize])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&browser.stdout).contains("Authorized"));
+    for child in [&mut first, &mut second] {
+        let answer = call_through(child);
+        assert!(answer.contains("\"result\"") && !answer.contains("\"isError\":true"), "{answer}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let urls = rx.try_iter().filter(|l| l.contains("code_challenge")).count();
+    assert_eq!(urls, 0, "the second bridge asked for an authorization of its own");
+    assert_eq!(auth.tokens("authorization_code"), 1, "one authorization for both bridges");
+    for mut child in [first, second] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

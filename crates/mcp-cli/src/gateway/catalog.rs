@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
+use mcp::server::middleware::AuditLog;
 use mcp::server::uri_template::UriTemplate;
 use mcp::server::{RequestContext, ResourceRequest, ToolDef, ToolError};
 use mcp::types::completion::{CompleteParams, CompleteResult, Completion, CompletionRef};
@@ -29,6 +30,8 @@ struct Served {
     prompts: BTreeMap<String, String>,
     resources: BTreeSet<String>,
     templates: BTreeMap<String, Option<UriTemplateKey>>,
+    /// Each tool's definition as the upstream listed it, hashed (its own name → SHA-256).
+    hashes: BTreeMap<String, String>,
 }
 
 /// A parsed template, for finding which upstream a URI belongs to.
@@ -53,6 +56,8 @@ pub struct Catalog {
     subscriptions: Mutex<HashMap<String, usize>>,
     /// Which upstream runs each task a call created.
     tasks: Mutex<TaskOwners>,
+    /// Where each listing of an upstream's tools is recorded, with their hashes.
+    audit: Option<AuditLog>,
 }
 
 /// Task id → upstream, the oldest forgotten past a bound.
@@ -77,6 +82,14 @@ impl TaskOwners {
     }
 }
 
+/// The SHA-256 of a tool's definition as listed (description, schemas, annotations: what the
+/// model is shown), in hex.
+fn tool_hash(tool: &Tool) -> String {
+    use sha2::Digest as _;
+    let canonical = serde_json::to_vec(&serde_json::to_value(tool).unwrap_or_default()).unwrap_or_default();
+    sha2::Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The id of the task a `tools/call` answer says was created.
 fn created_task(answer: &Value) -> Option<String> {
     let task =
@@ -86,7 +99,7 @@ fn created_task(answer: &Value) -> Option<String> {
 
 impl Catalog {
     /// A catalog serving `upstreams` through `router` (completions and subscriptions included).
-    pub fn new(router: Router, upstreams: Vec<Arc<Upstream>>) -> Arc<Catalog> {
+    pub fn new(router: Router, upstreams: Vec<Arc<Upstream>>, audit: Option<AuditLog>) -> Arc<Catalog> {
         let served = Mutex::new(vec![Served::default(); upstreams.len()]);
         let catalog = Arc::new(Catalog {
             router,
@@ -94,6 +107,7 @@ impl Catalog {
             served,
             subscriptions: Mutex::new(HashMap::new()),
             tasks: Mutex::new(TaskOwners::default()),
+            audit,
         });
         let weak = Arc::downgrade(&catalog);
         let completer = weak.clone();
@@ -138,7 +152,11 @@ impl Catalog {
         let taken_tools = others(|s| s.tools.keys().cloned().collect());
         let taken_prompts = others(|s| s.prompts.keys().cloned().collect());
         let taken_uris = others(|s| s.resources.iter().chain(s.templates.keys()).cloned().collect());
-        let mut next = Served::default();
+        let mut next = Served {
+            hashes: listing.tools.iter().map(|t| (t.name.clone(), tool_hash(t))).collect(),
+            ..Served::default()
+        };
+        self.audit_listing(&upstream, &served[index].hashes, &next.hashes);
         let mut clashes = Vec::new();
         for tool in listing.tools.into_iter().filter(|t| upstream.config.serves_tool(&t.name)) {
             let public = public_name(&upstream.config.prefix, &tool.name);
@@ -207,6 +225,27 @@ impl Catalog {
         }
         tracing::warn!("{message}; left out");
         Ok(())
+    }
+
+    /// Records the tools an upstream listed, each with the hash of its definition: a description
+    /// or schema that changed between two listings is named (and logged as a warning).
+    fn audit_listing(&self, upstream: &Upstream, before: &BTreeMap<String, String>, now: &BTreeMap<String, String>) {
+        let changed: Vec<&String> =
+            now.iter().filter(|(n, h)| before.get(*n).is_some_and(|b| b != *h)).map(|(n, _)| n).collect();
+        if !changed.is_empty() {
+            tracing::warn!(
+                "upstream {:?} changed the definition of {changed:?} since its last listing",
+                upstream.key()
+            );
+        }
+        let Some(audit) = &self.audit else { return };
+        let tools: Vec<Value> = now.iter().map(|(name, hash)| json!({"name": name, "sha256": hash})).collect();
+        let mut fields = serde_json::Map::new();
+        fields.insert("upstream".into(), json!(upstream.key()));
+        fields.insert("tools".into(), Value::Array(tools));
+        fields.insert("changed".into(), json!(changed));
+        fields.insert("removed".into(), json!(before.keys().filter(|n| !now.contains_key(*n)).collect::<Vec<_>>()));
+        audit.note("upstream_tools_listed", fields);
     }
 
     fn add_tool(self: &Arc<Self>, upstream: &Arc<Upstream>, public: String, mut tool: Tool) {

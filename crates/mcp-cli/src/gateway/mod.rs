@@ -53,7 +53,14 @@ pub async fn serve(
         .enumerate()
         .map(|(i, config)| Upstream::new(i, config, connector.clone(), events.clone(), router.clone()))
         .collect();
-    let catalog = Catalog::new(router.clone(), upstreams.clone());
+    let audit = match serve.limits.audit_log.as_deref() {
+        None => None,
+        Some("-") => Some(mcp::server::middleware::AuditLog::to_stderr()),
+        Some(path) => {
+            Some(mcp::server::middleware::AuditLog::to_file(std::path::Path::new(path)).map_err(|e| e.to_string())?)
+        }
+    };
+    let catalog = Catalog::new(router.clone(), upstreams.clone(), audit);
     for upstream in &upstreams {
         tokio::spawn(upstream.clone().supervise());
     }

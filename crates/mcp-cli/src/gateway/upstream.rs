@@ -206,13 +206,19 @@ impl Upstream {
         self.relisten.notify_one(); // the listen request holds the connection: it ends too
     }
 
-    /// The live connection, waiting for the first attempt of one being started (a session's
-    /// child at its first request).
+    /// The live connection; when there is none, the next connection attempt is waited for (a
+    /// session's child being started: up to 30 s; an upstream being started again: up to 5 s),
+    /// so that a restart is all but invisible to the calls that follow it.
     pub async fn ready_client(&self) -> Result<(u64, Client), String> {
-        if self.session.is_some() && !self.is_up() {
-            let attempted = self.attempted.notified();
-            if !self.is_up() {
-                let _ = tokio::time::timeout(Duration::from_secs(30), attempted).await;
+        if !self.is_up() && !self.stopped.load(Ordering::Relaxed) {
+            let wait = if self.session.is_some() { Duration::from_secs(30) } else { Duration::from_secs(5) };
+            let deadline = tokio::time::Instant::now() + wait;
+            while !self.is_up() && tokio::time::Instant::now() < deadline {
+                let attempted = self.attempted.notified();
+                if self.is_up() {
+                    break;
+                }
+                let _ = tokio::time::timeout_at(deadline, attempted).await;
             }
         }
         self.client()
@@ -230,7 +236,7 @@ impl Upstream {
 
     /// Whether it is connected now.
     pub fn is_up(&self) -> bool {
-        self.client.read().unwrap().is_some()
+        self.client.read().unwrap().as_ref().is_some_and(|(_, c)| !c.is_closed())
     }
 
     /// The live connection, or why there is none (for a tool result the model reads).

@@ -233,6 +233,20 @@ impl OAuth {
         Credentials { headers, generation }
     }
 
+    /// Tokens another process stored for `url` while this one waited to authorize (`before`:
+    /// the access token stored when it began to wait), if fresh.
+    fn tokens_from_sibling(&self, url: &str, before: Option<&str>) -> Option<Current> {
+        let file = self.load_store();
+        let stored = file.token_for(url)?.clone();
+        if before == Some(stored.tokens.access_token.as_str()) || stored.tokens.needs_refresh() {
+            return None;
+        }
+        let sibling = self.restore(stored)?;
+        tracing::debug!("another process authorized meanwhile: using its tokens");
+        self.keep(sibling.clone(), Some(file));
+        Some(sibling)
+    }
+
     /// Renews the tokens. Under the store's lock: another process may have renewed them while
     /// this one waited, and then those are used (a rotated refresh token works once).
     async fn refresh(&self, current: &Current) -> Result<Current, AuthError> {
@@ -357,6 +371,19 @@ impl OAuth {
         let dpop = match self.config.dpop && both {
             true => Some(DpopKey::generate()?),
             false => None,
+        };
+        // A person authorizes once however many processes (bridges a host started together)
+        // need it: the second waits for the first's flow and uses its tokens.
+        let _authorizing = match (&self.store, &self.config.grant) {
+            (Some(store), Grant::AuthorizationCode) => {
+                let before = self.load_store().token_for(&url).map(|t| t.tokens.access_token.clone());
+                let held = store.lock_for_authorization().await.map_err(|e| AuthError::Config(e.to_string()))?;
+                if let Some(sibling) = self.tokens_from_sibling(&url, before.as_deref()) {
+                    return Ok(sibling);
+                }
+                Some(held)
+            }
+            _ => None,
         };
         let (tokens, client) = match &self.config.grant {
             Grant::AuthorizationCode => {

@@ -142,15 +142,25 @@ impl Store {
 
     /// Takes the store's lock (waiting up to 30 s for another process to let go).
     pub async fn lock(&self) -> std::io::Result<StoreLock> {
+        self.lock_file("lock", Duration::from_secs(30)).await
+    }
+
+    /// Takes the lock of authorizations through a browser (waiting up to 10 minutes: another
+    /// process's user may be signing in). Apart from the store's lock, which refreshes take.
+    pub async fn lock_for_authorization(&self) -> std::io::Result<StoreLock> {
+        self.lock_file("authorize.lock", Duration::from_secs(600)).await
+    }
+
+    async fn lock_file(&self, suffix: &str, wait: Duration) -> std::io::Result<StoreLock> {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         create_private_dir(dir)?;
-        let lock_path = dir.join(format!("{}.lock", file_name(&self.path)));
+        let lock_path = dir.join(format!("{}.{suffix}", file_name(&self.path)));
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(false);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let file = options.open(&lock_path)?;
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = std::time::Instant::now() + wait;
         loop {
             if try_lock(&file)? {
                 return Ok(StoreLock { _file: file });
@@ -158,7 +168,7 @@ impl Store {
             if std::time::Instant::now() > deadline {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    format!("{} stayed locked for 30 s", lock_path.display()),
+                    format!("{} stayed locked for {} s", lock_path.display(), wait.as_secs()),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(25)).await;

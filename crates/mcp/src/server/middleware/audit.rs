@@ -49,6 +49,16 @@ impl AuditLog {
         self
     }
 
+    /// Writes one line of the caller's own: `event` with `fields`, timestamped (a gateway logs
+    /// what its upstreams list this way).
+    pub fn note(&self, event: &str, fields: Map<String, Value>) {
+        let mut entry = Map::new();
+        entry.insert("time".into(), json!(iso8601(now_ms())));
+        entry.insert("event".into(), json!(event));
+        entry.extend(fields);
+        self.write(&entry);
+    }
+
     fn write(&self, entry: &Map<String, Value>) {
         let mut line = serde_json::to_vec(entry).unwrap_or_default();
         line.push(b'\n');
