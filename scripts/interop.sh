@@ -148,7 +148,7 @@ cat > "$gw_dir/servers.json" <<JSON
 JSON
 gw_port=$(free_port)
 MCP_AUTH_FILE="$gw_dir/oauth.json" $mcp --config "$gw_dir/servers.json" gateway --http "127.0.0.1:$gw_port" 2>"$gw_dir/gateway.log" &
-wait_port "$gw_port"
+wait_port "$gw_port" || { cat "$gw_dir/gateway.log" >&2; exit 1; }
 gw="http://127.0.0.1:$gw_port/mcp"
 expect "the TypeScript client drives mcp-example through the gateway" "OK" "$node" "$work/ts-client.mjs" http "$gw"
 expect "the Python client calls the protected paypedia through the gateway (its own token)" "OK" \

@@ -437,8 +437,10 @@ fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connecto
         authorize: Arc::new(move |entry: &target::OAuthEntry| {
             let oauth = match interactive {
                 true => auth.authorizer(entry, &cacerts)?,
+                // No browser: client credentials work, a person's authorization must come
+                // from `mcp login` (its stored tokens are used and refreshed).
                 false => {
-                    let config = auth.config(entry, &cacerts, false)?;
+                    let config = auth.config(entry, &cacerts, true)?;
                     mcp::client::auth::OAuth::new(config, None).map_err(|e| e.to_string())?
                 }
             };

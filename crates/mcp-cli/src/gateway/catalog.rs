@@ -23,6 +23,24 @@ use mcp::types::content::ResourceContents;
 use mcp::types::prompts::GetPromptResult;
 use mcp::types::resources::ReadResourceResult;
 
+/// Why an upstream could not be brought in step.
+#[derive(Debug)]
+pub enum Refresh {
+    /// It could not be listed (not connected, or it failed to answer): tried again when it
+    /// connects or says its lists changed.
+    Unlisted(String),
+    /// Its names clash with another upstream's (at start: the gateway does not start).
+    Clash(String),
+}
+
+impl std::fmt::Display for Refresh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refresh::Unlisted(why) | Refresh::Clash(why) => f.write_str(why),
+        }
+    }
+}
+
 /// What one upstream has in the router: public name → the upstream's own name, and URIs.
 #[derive(Debug, Default, Clone)]
 struct Served {
@@ -142,9 +160,9 @@ impl Catalog {
 
     /// Lists upstream `index` again and brings the router in step. With `strict`, a name that
     /// another upstream serves already is an error (at start); otherwise it is left out, logged.
-    pub async fn refresh(self: &Arc<Self>, index: usize, strict: bool) -> Result<(), String> {
+    pub async fn refresh(self: &Arc<Self>, index: usize, strict: bool) -> Result<(), Refresh> {
         let upstream = self.upstreams[index].clone();
-        let listing = list(&upstream).await?;
+        let listing = list(&upstream).await.map_err(Refresh::Unlisted)?;
         let mut served = self.served.lock().unwrap();
         let others = |field: fn(&Served) -> Vec<String>| -> BTreeSet<String> {
             served.iter().enumerate().filter(|(i, _)| *i != index).flat_map(|(_, s)| field(s)).collect()
@@ -221,7 +239,7 @@ impl Catalog {
             clashes.join(", ")
         );
         if strict {
-            return Err(message);
+            return Err(Refresh::Clash(message));
         }
         tracing::warn!("{message}; left out");
         Ok(())

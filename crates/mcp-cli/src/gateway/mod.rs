@@ -23,7 +23,7 @@ use mcp::transport::http::{SidePage, SideRoutes};
 use mcp::Router;
 use tokio::sync::mpsc;
 
-use catalog::Catalog;
+use catalog::{Catalog, Refresh};
 use config::UpstreamConfig;
 use upstream::{Connector, Event, Upstream};
 
@@ -89,8 +89,13 @@ async fn start(catalog: &Arc<Catalog>, incoming: &mut mpsc::UnboundedReceiver<Ev
             }
         };
         let (Event::Connected(i) | Event::Changed(i)) = event;
-        catalog.refresh(i, true).await?;
-        pending.retain(|p| *p != i);
+        // A server may say its list changed before its handshake is over: its listing waits
+        // for its connection. Only a clash stops the start.
+        match catalog.refresh(i, true).await {
+            Ok(()) => pending.retain(|p| *p != i),
+            Err(Refresh::Unlisted(why)) => tracing::debug!("{why}"),
+            Err(clash) => return Err(clash.to_string()),
+        }
     }
     Ok(())
 }
