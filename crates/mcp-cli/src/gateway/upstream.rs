@@ -454,12 +454,13 @@ impl Upstream {
         Arc::new(move |method: &str, params: &Value| {
             let Some(upstream) = weak.upgrade() else { return };
             match method {
+                // A session's child changes as the child that lists does: that one tells.
                 "notifications/tools/list_changed"
                 | "notifications/prompts/list_changed"
-                | "notifications/resources/list_changed" => {
-                    if upstream.session.is_none() {
-                        let _ = upstream.events.send(Event::Changed(upstream.index));
-                    }
+                | "notifications/resources/list_changed"
+                    if upstream.session.is_none() =>
+                {
+                    let _ = upstream.events.send(Event::Changed(upstream.index));
                 }
                 "notifications/resources/updated" => {
                     if let Some(uri) = params.get("uri").and_then(Value::as_str) {
