@@ -60,7 +60,11 @@ impl Gateway {
         for line in lines.by_ref().map_while(Result::ok) {
             if let Some(url) = line.strip_prefix("serving MCP on ") {
                 let url = url.trim().to_owned();
-                std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+                std::thread::spawn(move || {
+                    for line in lines.map_while(Result::ok) {
+                        eprintln!("gateway: {line}");
+                    }
+                });
                 return Ok(Gateway { child, url, _dir: dir });
             }
             seen.push_str(&line);
@@ -135,6 +139,27 @@ exec sleep MARKER"#
     let path = dir.join("legacy.sh");
     std::fs::write(&path, script).unwrap();
     json!({"command": "sh", "args": [path]})
+}
+
+/// A legacy stdio server in shell whose `slow` tool never answers, and that writes every line
+/// it receives to `log`.
+fn recording_server(dir: &Path, log: &Path) -> Value {
+    let script = r#"while IFS= read -r line; do
+  printf '%s\n' "$line" >> 'LOG'
+  id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"rec","version":"1"}}' ;;
+    *'"method":"tools/list"'*) r='{"tools":[{"name":"slow","inputSchema":{"type":"object"}}]}' ;;
+    *'"method":"tools/call"'*) continue ;;
+    *) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id"; continue ;;
+  esac
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
+done"#
+        .replace("LOG", log.to_str().unwrap());
+    let path = dir.join("recording.sh");
+    std::fs::write(&path, script).unwrap();
+    json!({"command": "sh", "args": [path], "shared": true})
 }
 
 /// A 2026-07-28-only stdio server in Python: `server/discover`, `tools/list` and `tools/call`,
@@ -355,6 +380,26 @@ async fn eras_are_bridged_both_ways() {
         );
         let old = client.call_tool("old__antique", json!({})).await.unwrap();
         assert_eq!(text(&old), "from 2025-06-18");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_cancelled_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let gateway = Gateway::start(json!({"rec": recording_server(dir.path(), &log)}));
+    for legacy in [true, false] {
+        let client = connect(&gateway.url, legacy).await;
+        let call = client.call_tool("rec__slow", json!({}));
+        assert!(tokio::time::timeout(Duration::from_millis(1500), call).await.is_err(), "slow never answers");
+        // The dropped call told the gateway, which tells the upstream.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let calls = || std::fs::read_to_string(&log).unwrap_or_default();
+        let wanted = if legacy { 1 } else { 2 };
+        while calls().matches("notifications/cancelled").count() < wanted {
+            assert!(Instant::now() < deadline, "no cancellation reached the upstream: {}", calls());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 

@@ -308,6 +308,34 @@ async fn respond(
     shared: &Arc<Shared>,
     session: Option<Arc<HttpSession>>,
     modern: bool,
+    rx: OutboxReceiver,
+    task: tokio::task::JoinHandle<Option<Answer>>,
+    token: CancellationToken,
+    request: &RequestId,
+) -> Response<Body> {
+    // A 2026-07-28 client that closes its connection before the answer (or its stream) began
+    // cancels the request: the handler is told, as it is when the stream is closed later.
+    let mut disconnect = CancelOnDisconnect(modern.then(|| token.clone()));
+    let response = respond_now(shared, session, modern, rx, task, token, request).await;
+    disconnect.0 = None;
+    response
+}
+
+/// Cancels a request when dropped armed: the connection went before the response was ready.
+struct CancelOnDisconnect(Option<CancellationToken>);
+
+impl Drop for CancelOnDisconnect {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
+}
+
+async fn respond_now(
+    shared: &Arc<Shared>,
+    session: Option<Arc<HttpSession>>,
+    modern: bool,
     mut rx: OutboxReceiver,
     mut task: tokio::task::JoinHandle<Option<Answer>>,
     token: CancellationToken,
