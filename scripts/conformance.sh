@@ -110,6 +110,8 @@ echo "== conformance $ALPHA through mcp gateway (stdio upstream)" >&2
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 front_port=$(free_port)
 start_front bridge "$mcp_bin" bridge --http "127.0.0.1:$front_port" -- "$conformance_bin"
+echo "== conformance 0.1.16 through mcp bridge --http" >&2
+CONFORMANCE_VERSION=0.1.16 bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 echo "== conformance $ALPHA through mcp bridge --http" >&2
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 front_port=$(free_port)

@@ -769,10 +769,15 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    // The gateway and the bridge serve many requests at once: every core. A command is one
-    // conversation: one thread.
+    // One thread: a forwarded call hops between half a dozen tasks (the client's reader, the
+    // upstream's writer and reader, the handler), and on one thread each hop is a switch, not a
+    // wake-up of another core; the upstream processes do the work. (MCP_GATEWAY_THREADS=N runs
+    // the gateway on N.)
+    let threads = std::env::var("MCP_GATEWAY_THREADS").ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(1);
     let runtime = match cli.command {
-        Command::Gateway(_) | Command::Bridge(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        Command::Gateway(_) | Command::Bridge(_) if threads > 1 => {
+            tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
+        }
         _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
     }
     .expect("a tokio runtime");

@@ -161,7 +161,24 @@ impl Core {
     pub fn on_message(self: &Arc<Self>, message: Value) {
         self.trace(Direction::In, &message);
         let Ok(text) = serde_json::to_string(&message) else { return };
-        let Ok(envelope) = serde_json::from_str::<Envelope>(&text) else { return };
+        self.on_envelope(&text);
+    }
+
+    /// One message from the server as the JSON text it came in (a stdio line), read once
+    /// (twice when traced). `false` when the text is not JSON at all.
+    pub fn on_text(self: &Arc<Self>, text: &str) -> bool {
+        if self.options.tracer.is_some() {
+            match serde_json::from_str::<Value>(text) {
+                Ok(message) => self.trace(Direction::In, &message),
+                Err(_) => return false,
+            }
+        }
+        self.on_envelope(text) || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    }
+
+    /// Acts on one message; `false` when it is not a JSON-RPC envelope.
+    fn on_envelope(self: &Arc<Self>, text: &str) -> bool {
+        let Ok(envelope) = serde_json::from_str::<Envelope>(text) else { return false };
         match envelope.kind() {
             Ok(MessageKind::Result { id, result }) => {
                 self.resolve(&id, Ok(serde_json::from_str(result.get()).unwrap_or(Value::Null)))
@@ -208,6 +225,7 @@ impl Core {
             }
             _ => {}
         }
+        true
     }
 
     fn resolve(&self, id: &RequestId, answer: Result<Value, ErrorObject>) {

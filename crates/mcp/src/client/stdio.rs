@@ -314,9 +314,9 @@ pub(crate) fn start_streams(
         while let Ok(Some(frame)) = lines.next().await {
             let Some(core) = weak.upgrade() else { return };
             match frame {
-                Frame::Line(line) => match serde_json::from_slice::<Value>(&line) {
-                    Ok(message) => core.on_message(message),
-                    Err(_) => tracing::warn!(
+                Frame::Line(line) => match std::str::from_utf8(&line) {
+                    Ok(text) if core.on_text(text) => {}
+                    _ => tracing::warn!(
                         "the server wrote a non-JSON line on stdout: {:?}",
                         String::from_utf8_lossy(&line[..line.len().min(200)])
                     ),
