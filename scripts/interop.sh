@@ -30,6 +30,11 @@ if [ ! -d "$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/serv
     npm install --prefix "$CACHE/everything-$EVERYTHING" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-everything@$EVERYTHING" >&2
 fi
 everything="$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+INSPECTOR=${INTEROP_INSPECTOR_VERSION:-2.12.0}
+if [ ! -d "$CACHE/inspector-$INSPECTOR/node_modules/@modelcontextprotocol/inspector" ]; then
+    npm install --prefix "$CACHE/inspector-$INSPECTOR" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/inspector@$INSPECTOR" >&2
+fi
+inspector="$CACHE/inspector-$INSPECTOR/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js"
 PY_SDK=${INTEROP_PY_SDK_VERSION:-2.3.0}
 python="$CACHE/py-mcp-$PY_SDK/bin/python"
 if ! "$python" -c 'import mcp' 2>/dev/null; then
@@ -84,6 +89,7 @@ expect "the TypeScript client drives mcp-example over stdio" "OK" "$node" "$work
 port=$(free_port)
 $example --http "127.0.0.1:$port" 2>/dev/null &
 wait_port "$port"
+example_http_port=$port
 expect "the TypeScript client drives mcp-example over HTTP" "OK" "$node" "$work/ts-client.mjs" http "http://127.0.0.1:$port/mcp"
 
 # HTTPS: a certificate from a CA made here; the TypeScript client trusts it through Node's
@@ -158,7 +164,13 @@ check "server-everything's get-env is filtered out" bash -c '! "$0" --url "$1" t
 expect "mcp reads a file through the filesystem server behind the gateway" "gateway interop" \
     $mcp --url "$gw" call files__read_text_file "path=$gw_dir/allowed/note.txt"
 check "the filesystem server's write tools are filtered out" bash -c '! "$0" --url "$1" tools | grep -q files__write' "$mcp" "$gw"
+expect "the Inspector CLI lists the gateway's tools" "everything__get-sum" "$node" "$inspector" --cli "$gw" --transport http --method tools/list
+expect "the Inspector CLI calls a tool through the gateway" "from the Inspector" \
+    "$node" "$inspector" --cli "$gw" --transport http --method tools/call --tool-name echo "--tool-arg" "text=from the Inspector"
 expect "the gateway is ready and counts per upstream" 'mcp_gateway_requests_total{upstream="pay"}' curl -s "http://127.0.0.1:$gw_port/metrics"
+# The other direction: the TypeScript SDK's stdio client, as a host, through mcp bridge --url.
+expect "the TypeScript stdio client drives mcp-example over HTTP through mcp bridge --url" "OK" \
+    "$node" "$work/ts-client.mjs" stdio "$mcp" bridge --url "http://127.0.0.1:$example_http_port/mcp"
 
 # A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
 # (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`
