@@ -39,6 +39,7 @@ pub fn upstream(args: &BridgeArgs, target: Target) -> UpstreamConfig {
         deny: args.ignore_tools.iter().map(|g| Glob::new(g)).collect(),
         shared: true,
         scopes: Vec::new(),
+        tool_scopes: Default::default(),
     }
 }
 

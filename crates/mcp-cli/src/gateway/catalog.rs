@@ -271,7 +271,8 @@ impl Catalog {
         // A 2026-07-28 upstream lists no execution hints; whether a call becomes a task is the
         // upstream's to say, per call: its answer (a task included) is passed on as it is.
         tool.execution = None;
-        let scopes: Vec<&str> = upstream.config.scopes.iter().map(String::as_str).collect();
+        let scopes = upstream.config.scopes_of(&own_name);
+        let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let def = ToolDef::from_tool(tool).scopes(&scopes);
         let upstream = upstream.clone();
         let catalog = Arc::downgrade(self);

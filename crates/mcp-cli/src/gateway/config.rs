@@ -28,9 +28,18 @@ pub struct UpstreamConfig {
     pub shared: bool,
     /// The OAuth scopes a downstream token needs to use this server's tools.
     pub scopes: Vec<String>,
+    /// More scopes for some tools (`toolScopes`: the server's own tool name → scopes).
+    pub tool_scopes: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UpstreamConfig {
+    /// The scopes a downstream token needs to call the upstream's tool `name`.
+    pub fn scopes_of(&self, name: &str) -> Vec<String> {
+        let mut scopes = self.scopes.clone();
+        scopes.extend(self.tool_scopes.get(name).into_iter().flatten().cloned());
+        scopes
+    }
+
     /// Whether the upstream's tool `name` is served.
     pub fn serves_tool(&self, name: &str) -> bool {
         (self.allow.is_empty() || self.allow.iter().any(|g| g.matches(name)))
@@ -75,6 +84,14 @@ pub fn upstream(key: &str, entry: &Value) -> Result<UpstreamConfig, String> {
             Some(other) => return Err(format!("shared must be true or false, not {other}")),
         },
         scopes: strings(entry, "scopes")?,
+        tool_scopes: match entry.get("toolScopes") {
+            None => Default::default(),
+            Some(serde_json::Value::Object(map)) => map
+                .keys()
+                .map(|tool| Ok((tool.clone(), strings(&entry["toolScopes"], tool)?)))
+                .collect::<Result<_, String>>()?,
+            Some(other) => return Err(format!("toolScopes must map tool names to scopes, not {other}")),
+        },
     })
 }
 
@@ -103,11 +120,13 @@ mod tests {
     #[test]
     fn an_entry_with_our_keys_parses() {
         let entry = json!({"command": "srv", "args": ["-x"], "allowTools": ["read_*", "list"], "denyTools": "read_secret",
-            "prefix": "fs", "shared": true, "scopes": ["files:read"]});
+            "prefix": "fs", "shared": true, "scopes": ["files:read"], "toolScopes": {"read_secret": "files:secret"}});
         let up = upstream("files server", &entry).unwrap();
         assert_eq!(up.prefix, "fs");
         assert!(up.shared);
         assert_eq!(up.scopes, ["files:read"]);
+        assert_eq!(up.scopes_of("read_secret"), ["files:read", "files:secret"]);
+        assert_eq!(up.scopes_of("list"), ["files:read"]);
         assert!(up.serves_tool("read_file") && up.serves_tool("list"));
         assert!(!up.serves_tool("read_secret") && !up.serves_tool("write_file"));
     }
