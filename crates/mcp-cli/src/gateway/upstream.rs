@@ -506,12 +506,18 @@ impl Upstream {
         let _waiting = self.waiting(cx, running.asker.clone());
         loop {
             tokio::select! {
+                // Progress first: the upstream sent it before its answer.
+                biased;
+                Some(p) = running.progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
                 joined = &mut running.handle => {
+                    // What came just before the answer is still passed on, in order.
+                    while let Ok(p) = running.progress.try_recv() {
+                        cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                    }
                     let outcome = joined.unwrap_or_else(|e| Err(mcp::Error::from(std::io::Error::other(e))));
                     self.metrics.record(running.started.elapsed(), outcome.is_err());
                     return outcome.map_err(|e| self.error(running.generation, e));
                 }
-                Some(p) = running.progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
                 Some(question) = running.questions.recv() => {
                     running.asked += 1;
                     let key = running.key();
