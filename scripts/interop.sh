@@ -30,7 +30,7 @@ if [ ! -d "$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/serv
     npm install --prefix "$CACHE/everything-$EVERYTHING" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/server-everything@$EVERYTHING" >&2
 fi
 everything="$CACHE/everything-$EVERYTHING/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-INSPECTOR=${INTEROP_INSPECTOR_VERSION:-2.12.0}
+INSPECTOR=${INTEROP_INSPECTOR_VERSION:-0.15.0}
 if [ ! -d "$CACHE/inspector-$INSPECTOR/node_modules/@modelcontextprotocol/inspector" ]; then
     npm install --prefix "$CACHE/inspector-$INSPECTOR" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/inspector@$INSPECTOR" >&2
 fi
