@@ -125,11 +125,11 @@ fn without_upstream_identity(mut answer: Value) -> Value {
 
 /// A 2026-07-28 client's capabilities, which go upstream with its request (to a 2026-07-28
 /// upstream), so that the upstream asks only what the client can answer.
-fn client_capabilities(cx: &RequestContext) -> Option<Value> {
+pub(super) fn client_capabilities(cx: &RequestContext) -> Option<Value> {
     cx.is_modern().then(|| serde_json::to_value(cx.client_capabilities()).ok()).flatten()
 }
 
-fn insert_meta(params: &mut Value, key: &str, value: Value) {
+pub(super) fn insert_meta(params: &mut Value, key: &str, value: Value) {
     if let Value::Object(p) = params {
         if let Value::Object(m) = p.entry("_meta").or_insert_with(|| json!({})) {
             m.insert(key.into(), value);

@@ -547,12 +547,8 @@ impl Upstream {
     /// capabilities; the upstream's JSON-RPC error comes back as it is.
     pub async fn pass(&self, method: &str, mut params: Value, cx: &RequestContext) -> Result<Value, ErrorObject> {
         let (generation, client) = self.client().map_err(ErrorObject::internal)?;
-        if cx.is_modern() && client.description().modern {
-            if let (Value::Object(p), Ok(caps)) = (&mut params, serde_json::to_value(cx.client_capabilities())) {
-                if let Value::Object(m) = p.entry("_meta").or_insert_with(|| serde_json::json!({})) {
-                    m.insert(mcp::types::meta::CLIENT_CAPABILITIES.into(), caps);
-                }
-            }
+        if let Some(capabilities) = super::rounds::client_capabilities(cx).filter(|_| client.description().modern) {
+            super::rounds::insert_meta(&mut params, mcp::types::meta::CLIENT_CAPABILITIES, capabilities);
         }
         let started = Instant::now();
         let outcome = client.request_round(method, params, |_| {}).await;

@@ -331,17 +331,7 @@ impl Client {
         let value = self
             .request_with_progress("tools/call", json!({"name": name, "arguments": arguments}), move |p| report(p))
             .await?;
-        match self.started(value)? {
-            ToolCall::Done(result) => Ok(result),
-            ToolCall::Task(task) => {
-                let mut step = 0.0;
-                self.wait_task(&task.id, |t| {
-                    step += 1.0;
-                    on_progress(task_progress(t, step));
-                })
-                .await
-            }
-        }
+        self.finish_tool_call(value, move |p| on_progress(p)).await
     }
 
     /// Every resource (all pages).
