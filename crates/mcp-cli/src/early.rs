@@ -14,6 +14,9 @@ use mcp::client::{ServerProcess, Stderr, StdioCommand};
 /// `--`, nothing is started early.
 const DECISIVE: [&str; 6] = ["--env", "--config", "--server", "--url", "--help", "--version"];
 
+/// Commands that start the server their own way.
+const OWN_START: [&str; 2] = ["doctor", "inspect"];
+
 /// Starts the server named after `--` in `args` (the whole command line, program name first).
 pub fn start(args: &[OsString]) -> Option<ServerProcess> {
     command(args)?.spawn().ok()
@@ -24,6 +27,10 @@ fn command(args: &[OsString]) -> Option<StdioCommand> {
     let split = args.iter().position(|a| a == "--")?;
     let options = args.get(1..split)?;
     if options.iter().any(|a| is_decisive(&a.to_string_lossy())) {
+        return None;
+    }
+    // The doctor and the inspector start the server themselves, and time its start.
+    if options.iter().any(|a| OWN_START.contains(&a.to_string_lossy().as_ref())) {
         return None;
     }
     let command = args[split + 1..].iter().map(|a| a.to_str()).collect::<Option<Vec<&str>>>()?;
@@ -58,6 +65,7 @@ mod tests {
             "mcp --url http://x tools -- true",
             "mcp --config f --server s tools -- true",
             "mcp tools --help -- true",
+            "mcp doctor -- true",
         ] {
             assert!(command(&args(line)).is_none(), "{line}");
         }

@@ -9,6 +9,7 @@
 
 mod bridge;
 mod chat;
+mod doctor;
 mod early;
 mod elicit;
 mod eras;
@@ -110,6 +111,11 @@ enum Command {
     /// One server across transports: --url URL served on stdio (for hosts that only start
     /// processes), or `--http ADDR -- CMD` (a stdio server served over Streamable HTTP).
     Bridge(bridge::BridgeArgs),
+    /// Checks a server the way hosts and models will meet it, and says what is wrong and how
+    /// to fix it: stdout noise, start time, the handshake of each revision, names, schemas,
+    /// poisoned descriptions, annotations, sizes, pagination, HTTP guards, OAuth metadata, TLS.
+    /// Exit code 1 when an error is found (--format json|sarif for CI).
+    Doctor(doctor::DoctorArgs),
     /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
     Login {
         /// The server's URL (or name it with --url, or --config and --server).
@@ -232,6 +238,8 @@ enum Failure {
     Protocol(String),
     ToolError(Value),
     Usage(String),
+    /// `mcp doctor` found an error (its report is printed already).
+    Findings,
 }
 
 fn split_pair(pair: &str) -> Result<(String, String), Failure> {
@@ -379,6 +387,10 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         drop(early);
         return bridge_command(cli, args).await;
     }
+    if let Command::Doctor(args) = &cli.command {
+        drop(early);
+        return doctor_command(cli, args).await;
+    }
     if let Some(result) = auth_command(cli).await {
         if !reported_at_exit(&result) {
             report(cli, &result);
@@ -456,6 +468,36 @@ async fn gateway_command(cli: &Cli, args: &gateway::GatewayArgs) -> Result<Value
     let connector = connector(cli, false)?;
     gateway::serve(upstreams, &args.serve, connector, "mcp-gateway").await.map_err(Failure::Usage)?;
     Ok(Value::Null)
+}
+
+/// `mcp doctor`: the report on stdout, exit code 1 when it holds an error.
+async fn doctor_command(cli: &Cli, args: &doctor::DoctorArgs) -> Result<Value, Failure> {
+    let target = match target(cli)? {
+        Target::Stdio(mut command) => {
+            command.own_process_group = true;
+            Target::Stdio(command)
+        }
+        http => http,
+    };
+    let mut options = options(cli)?;
+    options.client_info = mcp::types::lifecycle::Implementation::new("mcp-doctor", env!("CARGO_PKG_VERSION"));
+    options.handlers = Default::default();
+    if let Target::Http(_, headers, entry) = &target {
+        options.headers = headers.clone();
+        // Stored tokens and client credentials only: a doctor in CI opens no browser.
+        let config = cli.auth.config(entry, &cli.cacerts, true).map_err(Failure::Usage)?;
+        let oauth = mcp::client::auth::OAuth::new(config, None).map_err(|e| Failure::Usage(e.to_string()))?;
+        options.auth = Some(Arc::new(oauth));
+    }
+    let timeout = Duration::from_secs(cli.timeout.clamp(1, 30));
+    let format = if cli.json { doctor::Format::Json } else { args.format };
+    let report = doctor::examine(doctor::Patient { target, options, timeout }, args).await;
+    let _ = write!(std::io::stdout(), "{}", doctor::render(&report, format));
+    if report.failed() {
+        Err(Failure::Findings)
+    } else {
+        Ok(Value::Null)
+    }
 }
 
 /// `mcp bridge`.
@@ -560,6 +602,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         | Command::Chat(_)
         | Command::Gateway(_)
         | Command::Bridge(_)
+        | Command::Doctor(_)
         | Command::Login { .. }
         | Command::Logout { .. }
         | Command::Auth { .. } => {
@@ -733,6 +776,7 @@ fn outcome(result: &Result<Value, Failure>) -> (u8, Value) {
         Err(Failure::Chat(m)) => (4, json!({"error": "chat failed", "message": m})),
         Err(Failure::ToolError(v)) => (5, v.clone()),
         Err(Failure::Interrupted(m)) => (130, json!({"error": "interrupted", "message": m})),
+        Err(Failure::Findings) => (1, json!({"error": "problems found"})),
     }
 }
 
@@ -794,6 +838,7 @@ impl Cli {
             Command::Servers => "servers",
             Command::Gateway(_) => "gateway",
             Command::Bridge(_) => "bridge",
+            Command::Doctor(_) => "doctor",
             Command::Chat(_) => "chat",
             Command::Login { .. } => "login",
             Command::Logout { .. } => "logout",

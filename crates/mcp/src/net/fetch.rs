@@ -149,6 +149,11 @@ impl Fetcher {
         Ok(Streaming { status, headers, body: response.into_body() })
     }
 
+    /// DELETE `url` (an MCP session's end), its answer as is.
+    pub async fn delete(&self, url: &str, headers: &[(&str, String)]) -> Result<Fetched, String> {
+        self.send_with(Method::DELETE, url, headers, None, false).await
+    }
+
     /// GET `url` and return its answer as is, redirects included (a user agent following an
     /// authorization flow reads them itself).
     pub async fn get_once(&self, url: &str, headers: &[(&str, String)]) -> Result<Fetched, String> {
