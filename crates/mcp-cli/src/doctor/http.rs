@@ -30,10 +30,24 @@ pub fn is_loopback_url(url: &str) -> bool {
 }
 
 /// Runs the HTTP checks into `report`.
-pub async fn probe(url: &str, headers: &[(String, String)], options: &ClientOptions, timeout: Duration, report: &mut Report) {
+pub async fn probe(
+    url: &str,
+    headers: &[(String, String)],
+    options: &ClientOptions,
+    timeout: Duration,
+    report: &mut Report,
+) {
     let fetcher = match Fetcher::new(&options.ca_files) {
         Ok(f) => f,
-        Err(e) => return report.find(&rules::CONNECT, Level::Error, None, format!("the CA files cannot be read: {e}"), "pass PEM files to --cacert"),
+        Err(e) => {
+            return report.find(
+                &rules::CONNECT,
+                Level::Error,
+                None,
+                format!("the CA files cannot be read: {e}"),
+                "pass PEM files to --cacert",
+            )
+        }
     };
     let probe = Probe { fetcher, url, headers, timeout };
     let mut accepted = Vec::new();
@@ -46,20 +60,31 @@ pub async fn probe(url: &str, headers: &[(String, String)], options: &ClientOpti
         };
         if answer.status == 401 {
             challenge(&probe, &answer, report).await;
-            report.find(&rules::NOT_CHECKED, Level::Note, None, "the Origin, Host and session checks need an answer without authorization".into(), "run the doctor against a development instance without --auth-issuer to check them");
+            report.find(
+                &rules::NOT_CHECKED,
+                Level::Note,
+                None,
+                "the Origin, Host and session checks need an answer without authorization".into(),
+                "run the doctor against a development instance without --auth-issuer to check them",
+            );
             return;
         }
         let session = session_of(&answer);
-        accepted.push(match answer.message.as_ref().map(|m| (m["result"]["protocolVersion"].as_str(), m.get("error"))) {
-            Some((Some(v), _)) if v == revision => revision.to_owned(),
-            Some((Some(v), _)) => format!("{revision}→{v}"),
-            Some((None, Some(e))) => format!("{revision}: refused ({})", e["message"].as_str().unwrap_or("error")),
-            _ => format!("{revision}: HTTP {}", answer.status),
-        });
+        accepted.push(
+            match answer.message.as_ref().map(|m| (m["result"]["protocolVersion"].as_str(), m.get("error"))) {
+                Some((Some(v), _)) if v == revision => revision.to_owned(),
+                Some((Some(v), _)) => format!("{revision}→{v}"),
+                Some((None, Some(e))) => format!("{revision}: refused ({})", e["message"].as_str().unwrap_or("error")),
+                _ => format!("{revision}: HTTP {}", answer.status),
+            },
+        );
         if let Some(session) = &session {
             probe.delete(session).await;
         }
-        if baseline.is_none() && (200..300).contains(&answer.status) && answer.message.as_ref().is_some_and(|m| m.get("result").is_some()) {
+        if baseline.is_none()
+            && (200..300).contains(&answer.status)
+            && answer.message.as_ref().is_some_and(|m| m.get("result").is_some())
+        {
             baseline = Some((request, answer));
         }
     }
@@ -69,13 +94,18 @@ pub async fn probe(url: &str, headers: &[(String, String)], options: &ClientOpti
     report.pass(format!("initialize over HTTP: {}", accepted.join(", ")));
     let (request, answer) = match baseline {
         Some(b) => b,
-        None => (discover(), match probe.post(&discover(), &modern_headers()).await {
-            Ok(a) if (200..300).contains(&a.status) => a,
-            _ => {
-                report.find(&rules::NOT_CHECKED, Level::Note, None, "no request succeeded, so the Origin and Host guards cannot be told apart from other refusals".into(), "");
-                return;
-            }
-        }),
+        None => {
+            (
+                discover(),
+                match probe.post(&discover(), &modern_headers()).await {
+                    Ok(a) if (200..300).contains(&a.status) => a,
+                    _ => {
+                        report.find(&rules::NOT_CHECKED, Level::Note, None, "no request succeeded, so the Origin and Host guards cannot be told apart from other refusals".into(), "");
+                        return;
+                    }
+                },
+            )
+        }
     };
     let extra = if request["method"] == "server/discover" { modern_headers() } else { Vec::new() };
     guard(&probe, &request, &extra, ("origin", FOREIGN), report).await;
@@ -142,12 +172,24 @@ fn unreachable_server(url: &str, error: &str, report: &mut Report) {
     if url.starts_with("https://") && error.to_ascii_lowercase().contains("certificate") {
         report.find(&rules::TLS, Level::Error, None, error.to_owned(), "serve a certificate for this host name from a CA clients trust (a public CA, or give clients the CA with --cacert / SSL_CERT_FILE); renew it before it expires");
     } else {
-        report.find(&rules::CONNECT, Level::Error, None, error.to_owned(), "check the URL (scheme, host, port, path) and that the server is running");
+        report.find(
+            &rules::CONNECT,
+            Level::Error,
+            None,
+            error.to_owned(),
+            "check the URL (scheme, host, port, path) and that the server is running",
+        );
     }
 }
 
 /// The same request from a foreign Origin (or Host) must be refused.
-async fn guard(probe: &Probe<'_>, request: &Value, extra: &[(String, String)], (name, value): (&str, &str), report: &mut Report) {
+async fn guard(
+    probe: &Probe<'_>,
+    request: &Value,
+    extra: &[(String, String)],
+    (name, value): (&str, &str),
+    report: &mut Report,
+) {
     let mut headers = extra.to_vec();
     headers.push((name.to_owned(), value.to_owned()));
     let Ok(answer) = probe.post(request, &headers).await else { return };
@@ -207,7 +249,11 @@ async fn challenge(probe: &Probe<'_>, answer: &Answer, report: &mut Report) {
     } else {
         report.pass("401 carries a Bearer challenge with resource_metadata");
     }
-    let named = challenge.split("resource_metadata=").nth(1).and_then(|rest| rest.trim_start_matches('"').split('"').next()).map(str::to_owned);
+    let named = challenge
+        .split("resource_metadata=")
+        .nth(1)
+        .and_then(|rest| rest.trim_start_matches('"').split('"').next())
+        .map(str::to_owned);
     let candidates: Vec<String> = named.into_iter().chain(well_known(probe.url)).collect();
     for url in &candidates {
         let Ok(fetched) = probe.fetcher.get(url, &[]).await else { continue };
@@ -223,7 +269,11 @@ async fn challenge(probe: &Probe<'_>, answer: &Answer, report: &mut Report) {
 
 fn well_known(url: &str) -> Vec<String> {
     let Ok(uri) = url.parse::<http::Uri>() else { return Vec::new() };
-    let origin = format!("{}://{}", uri.scheme_str().unwrap_or("https"), uri.authority().map(|a| a.as_str()).unwrap_or_default());
+    let origin = format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or("https"),
+        uri.authority().map(|a| a.as_str()).unwrap_or_default()
+    );
     let path = uri.path().trim_end_matches('/');
     let mut urls = vec![format!("{origin}/.well-known/oauth-protected-resource{path}")];
     if !path.is_empty() {
@@ -240,14 +290,26 @@ fn check_metadata(server: &str, at: &str, metadata: &Value, report: &mut Report)
             "set `resource` to the exact URL clients use (scheme, host, port, path): clients must refuse metadata for another resource, and tokens are issued for it");
     }
     match metadata["authorization_servers"].as_array() {
-        Some(servers) if !servers.is_empty() => report.pass(format!("protected-resource metadata at {at} names {} authorization server(s)", servers.len())),
-        _ => report.find(&rules::PRM, Level::Error, Some(at.to_owned()), "the metadata lists no authorization_servers".into(), "list the issuer URL of your authorization server in `authorization_servers`"),
+        Some(servers) if !servers.is_empty() => {
+            report.pass(format!("protected-resource metadata at {at} names {} authorization server(s)", servers.len()))
+        }
+        _ => report.find(
+            &rules::PRM,
+            Level::Error,
+            Some(at.to_owned()),
+            "the metadata lists no authorization_servers".into(),
+            "list the issuer URL of your authorization server in `authorization_servers`",
+        ),
     }
 }
 
 /// The first JSON-RPC answer in a response, JSON or an SSE stream.
 async fn read_message(streaming: Streaming) -> Option<Value> {
-    let sse = streaming.headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+    let sse = streaming
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
     let mut body = streaming.body;
     let mut text = Vec::new();
     while text.len() < MAX_ANSWER {
@@ -274,7 +336,8 @@ async fn read_message(streaming: Streaming) -> Option<Value> {
 fn sse_answer(text: &str) -> Option<Value> {
     let text = text.replace("\r\n", "\n");
     for event in text.split("\n\n") {
-        let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+        let data: Vec<&str> =
+            event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
         if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
             if id_of(&message).is_some() && message.get("method").is_none() {
                 return Some(message);

@@ -137,14 +137,19 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
     let mut report = Report { target: describe(&patient.target), ..Report::default() };
     match &patient.target {
         Target::Stdio(command) => stdio::probe(command, patient.timeout, args.slow_start, &mut report).await,
-        Target::Http(url, headers, _) => http::probe(url, headers, &patient.options, patient.timeout, &mut report).await,
+        Target::Http(url, headers, _) => {
+            http::probe(url, headers, &patient.options, patient.timeout, &mut report).await
+        }
     }
     let started = Instant::now();
     let client = match connect(&patient).await {
         Ok(client) => client,
         Err(e) => {
             let (level, fix) = if e.is_auth_required() {
-                (Level::Warning, "authorize first with `mcp login URL` (the doctor uses stored tokens), then run it again")
+                (
+                    Level::Warning,
+                    "authorize first with `mcp login URL` (the doctor uses stored tokens), then run it again",
+                )
             } else {
                 (Level::Error, "start the server by hand with the same command and read its stderr; `mcp --trace ping` shows the messages")
             };
@@ -158,7 +163,11 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
     report.pass(format!(
         "connected in {} ms: {name} {version} ({})",
         started.elapsed().as_millis(),
-        if d.modern { format!("2026-07-28, server/discover lists {}", d.supported_versions.join(" ")) } else { format!("legacy {}", d.protocol_version) }
+        if d.modern {
+            format!("2026-07-28, server/discover lists {}", d.supported_versions.join(" "))
+        } else {
+            format!("legacy {}", d.protocol_version)
+        }
     ));
     if let Some(instructions) = &d.instructions {
         lint::text_for_model(&mut report, "the server's instructions", instructions);

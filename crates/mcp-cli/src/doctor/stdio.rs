@@ -44,7 +44,13 @@ pub async fn probe(command: &StdioCommand, timeout: Duration, slow_ms: u64, repo
         let session = match run(command, revision, i == 0, timeout).await {
             Ok(session) => session,
             Err(e) => {
-                report.find(&rules::CONNECT, Level::Error, None, e, "check the command: it must be a program on PATH (or a path) that can run here");
+                report.find(
+                    &rules::CONNECT,
+                    Level::Error,
+                    None,
+                    e,
+                    "check the command: it must be a program on PATH (or a path) that can run here",
+                );
                 return;
             }
         };
@@ -74,7 +80,9 @@ pub async fn probe(command: &StdioCommand, timeout: Duration, slow_ms: u64, repo
                     accepted.push(format!("{revision}→{answered}"));
                 }
             }
-            Some((None, Some(error))) => accepted.push(format!("{revision}: refused ({})", error["message"].as_str().unwrap_or("error"))),
+            Some((None, Some(error))) => {
+                accepted.push(format!("{revision}: refused ({})", error["message"].as_str().unwrap_or("error")))
+            }
             _ => {
                 let why = session.ended.unwrap_or_else(|| "no answer".into());
                 if i == 0 {
@@ -142,7 +150,9 @@ async fn run(command: &StdioCommand, revision: &str, full: bool, timeout: Durati
     }
     if session.initialize.is_none() {
         session.ended = Some(match child.try_wait() {
-            Ok(Some(status)) => format!("the process exited ({status}) before answering; its stderr: {}", tail(&stderr)),
+            Ok(Some(status)) => {
+                format!("the process exited ({status}) before answering; its stderr: {}", tail(&stderr))
+            }
             _ => format!("no answer within {} s", timeout.as_secs()),
         });
     }
