@@ -172,6 +172,19 @@ expect "the gateway is ready and counts per upstream" 'mcp_gateway_requests_tota
 expect "the TypeScript stdio client drives mcp-example over HTTP through mcp bridge --url" "OK" \
     "$node" "$work/ts-client.mjs" stdio "$mcp" bridge --url "http://127.0.0.1:$example_http_port/mcp"
 
+# mcp doctor on servers no one here wrote (each finding checked by hand, issue 23): clean over
+# stdio; over HTTP, server-everything answers a foreign Origin and Host and gives 400, not 404,
+# for an unknown session.
+expect "mcp doctor finds nothing wrong with server-everything on stdio" "no problems found" \
+    $mcp doctor --call-read-only --slow-start 5000 -- "$node" "$everything" stdio
+expect "nor with server-filesystem" "no problems found" $mcp doctor --slow-start 5000 -- "$node" "$fs_server" "$gw_dir/allowed"
+ev_port=$(free_port)
+PORT=$ev_port "$node" "$everything" streamableHttp >/dev/null 2>&1 &
+wait_port "$ev_port"
+check "mcp doctor names server-everything's missing HTTP guards (exit code 1)" bash -c \
+    '"$0" doctor --url "$1" > "$2"; [ $? -eq 1 ] && grep -q "error\[http-origin\]" "$2" && grep -q "error\[http-host\]" "$2" && grep -q "error\[http-unknown-session\]" "$2"' \
+    "$mcp" "http://127.0.0.1:$ev_port/mcp" "$work/doctor-everything.txt"
+
 # A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
 # (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`
 # makes legacy sessions of its own (initialize, call and DELETE land on different nodes).

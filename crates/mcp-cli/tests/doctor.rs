@@ -56,7 +56,7 @@ fn broken_stdio(mode: &str) -> Vec<String> {
 fn our_servers_are_clean() {
     for server in [common::example(), common::paypedia()] {
         let server = server.to_string_lossy().into_owned();
-        let (report, code) = run_report(&["--", &server], &[]);
+        let (report, code) = run_report(&["--slow-start", "10000", "--", &server], &[]);
         assert_eq!(code, 0, "{report:#}");
         assert_eq!(report["findings"], serde_json::json!([]), "{report:#}");
         let passed = report["passed"].to_string();
