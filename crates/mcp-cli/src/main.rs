@@ -9,6 +9,7 @@
 
 mod bridge;
 mod chat;
+mod digest;
 mod doctor;
 mod early;
 mod elicit;

@@ -10,7 +10,7 @@ use mcp::net::fetch::{Fetcher, Streaming};
 use mcp::types::ProtocolVersion;
 use serde_json::{json, Value};
 
-use super::{id_of, rules, Level, Report};
+use super::{id_of, initialize, rules, Level, Report};
 
 /// The most of an answer read.
 const MAX_ANSWER: usize = 1024 * 1024;
@@ -138,14 +138,6 @@ impl Probe<'_> {
     async fn delete(&self, session: &str) {
         let _ = self.fetcher.delete(self.url, &[("mcp-session-id", session.to_owned())]).await;
     }
-}
-
-fn initialize(revision: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": revision,
-        "capabilities": {},
-        "clientInfo": {"name": "mcp-doctor", "version": env!("CARGO_PKG_VERSION")}
-    }})
 }
 
 fn discover() -> Value {

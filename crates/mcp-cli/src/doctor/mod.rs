@@ -221,6 +221,15 @@ pub fn render(report: &Report, format: Format) -> String {
     }
 }
 
+/// The `initialize` request (id 1) the probes send, asking for `revision`.
+fn initialize(revision: &str) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": revision,
+        "capabilities": {},
+        "clientInfo": {"name": "mcp-doctor", "version": env!("CARGO_PKG_VERSION")}
+    }})
+}
+
 /// A JSON-RPC message's `id` as a number, if it has one.
 fn id_of(message: &Value) -> Option<i64> {
     message.get("id").and_then(Value::as_i64)

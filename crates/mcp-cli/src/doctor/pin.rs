@@ -94,17 +94,13 @@ fn fingerprints(tools: &[Value]) -> Fingerprints {
     tools
         .iter()
         .map(|tool| {
-            let fields = FIELDS.iter().filter_map(|f| tool.get(*f).map(|v| ((*f).to_owned(), hash(v)))).collect();
+            let fields = FIELDS
+                .iter()
+                .filter_map(|f| tool.get(*f).map(|v| ((*f).to_owned(), crate::digest::json_sha256(v))))
+                .collect();
             (tool["name"].as_str().unwrap_or_default().to_owned(), fields)
         })
         .collect()
-}
-
-/// SHA-256 of a value's JSON with sorted keys, in hex.
-fn hash(value: &Value) -> String {
-    use sha2::Digest as _;
-    let canonical = serde_json::to_vec(value).unwrap_or_default();
-    sha2::Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

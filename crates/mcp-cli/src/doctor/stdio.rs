@@ -134,13 +134,8 @@ async fn run(command: &StdioCommand, revision: &str, full: bool, timeout: Durati
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let mut lines = BufReader::new(stdout);
     let mut session = Session::default();
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": revision,
-        "capabilities": {},
-        "clientInfo": {"name": "mcp-doctor", "version": env!("CARGO_PKG_VERSION")}
-    }});
     let deadline = tokio::time::Instant::now() + timeout;
-    let _ = send(&mut stdin, &initialize).await;
+    let _ = send(&mut stdin, &super::initialize(revision)).await;
     session.initialize = read_answer(&mut lines, &mut stdin, 1, deadline, &mut session_noise(&mut session)).await;
     session.first_answer = session.initialize.as_ref().map(|_| started.elapsed());
     if session.initialize.is_some() && full {

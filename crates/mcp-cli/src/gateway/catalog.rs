@@ -103,9 +103,7 @@ impl TaskOwners {
 /// The SHA-256 of a tool's definition as listed (description, schemas, annotations: what the
 /// model is shown), in hex.
 fn tool_hash(tool: &Tool) -> String {
-    use sha2::Digest as _;
-    let canonical = serde_json::to_vec(&serde_json::to_value(tool).unwrap_or_default()).unwrap_or_default();
-    sha2::Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::json_sha256(&serde_json::to_value(tool).unwrap_or_default())
 }
 
 /// The id of the task a `tools/call` answer says was created.
