@@ -15,6 +15,7 @@ mod early;
 mod elicit;
 mod eras;
 mod gateway;
+mod inspect;
 mod login;
 mod output;
 mod target;
@@ -117,6 +118,10 @@ enum Command {
     /// poisoned descriptions, annotations, sizes, pagination, HTTP guards, OAuth metadata, TLS.
     /// Exit code 1 when an error is found (--format json|sarif for CI).
     Doctor(doctor::DoctorArgs),
+    /// Opens the server in the browser: its description, tools as forms, resources, prompts,
+    /// the questions it asks, the raw traffic (exportable, replayable), `ui://` apps. Serves on
+    /// 127.0.0.1 behind a random token in the URL it prints; Ctrl-C stops it.
+    Inspect(inspect::InspectArgs),
     /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
     Login {
         /// The server's URL (or name it with --url, or --config and --server).
@@ -392,6 +397,10 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         drop(early);
         return doctor_command(cli, args).await;
     }
+    if let Command::Inspect(args) = &cli.command {
+        drop(early);
+        return inspect_command(cli, args).await;
+    }
     if let Some(result) = auth_command(cli).await {
         if !reported_at_exit(&result) {
             report(cli, &result);
@@ -501,6 +510,29 @@ async fn doctor_command(cli: &Cli, args: &doctor::DoctorArgs) -> Result<Value, F
     }
 }
 
+/// `mcp inspect`: the page's questions replace the terminal's, every root is chosen on the
+/// page (starting from --root), and an HTTP server's authorization may open a browser.
+async fn inspect_command(cli: &Cli, args: &inspect::InspectArgs) -> Result<Value, Failure> {
+    let target = match target(cli)? {
+        Target::Stdio(mut command) => {
+            command.stderr = Stderr::Capture; // shown on the page
+            Target::Stdio(command)
+        }
+        http => http,
+    };
+    let mut options = options(cli)?;
+    options.client_info = mcp::types::lifecycle::Implementation::new("mcp-inspect", env!("CARGO_PKG_VERSION"));
+    options.tracer = None;
+    options.log_level = Some(mcp::types::logging::LoggingLevel::Debug);
+    if let Target::Http(_, _, entry) = &target {
+        let oauth = cli.auth.authorizer(entry, &cli.cacerts).map_err(Failure::Usage)?;
+        options.auth = Some(Arc::new(oauth));
+    }
+    let roots = roots(&cli.roots)?;
+    inspect::run(target, options, roots, args).await.map_err(Failure::Connect)?;
+    Ok(Value::Null)
+}
+
 /// `mcp bridge`.
 async fn bridge_command(cli: &Cli, args: &bridge::BridgeArgs) -> Result<Value, Failure> {
     let target = match target(cli)? {
@@ -604,6 +636,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         | Command::Gateway(_)
         | Command::Bridge(_)
         | Command::Doctor(_)
+        | Command::Inspect(_)
         | Command::Login { .. }
         | Command::Logout { .. }
         | Command::Auth { .. } => {
@@ -840,6 +873,7 @@ impl Cli {
             Command::Gateway(_) => "gateway",
             Command::Bridge(_) => "bridge",
             Command::Doctor(_) => "doctor",
+            Command::Inspect(_) => "inspect",
             Command::Chat(_) => "chat",
             Command::Login { .. } => "login",
             Command::Logout { .. } => "logout",

@@ -140,7 +140,7 @@ impl Core {
         }
     }
 
-    async fn send(&self, message: Value) -> Result<(), Error> {
+    pub(crate) async fn send(&self, message: Value) -> Result<(), Error> {
         self.trace(Direction::Out, &message);
         self.sender()?.send(message).await
     }

@@ -401,6 +401,11 @@ impl Client {
         }
     }
 
+    /// Sends a notification, e.g. `notifications/roots/list_changed` after the roots changed.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), Error> {
+        self.core.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await
+    }
+
     /// `ping` (legacy servers; a modern server answers `server/discover` instead).
     pub async fn ping(&self) -> Result<(), Error> {
         let method = if self.core.description().modern { "server/discover" } else { "ping" };
