@@ -1,13 +1,16 @@
 //! `mcp-example`: the smallest useful MCP server, for trying hosts and clients against.
 //!
 //! Tools `echo {text}`, `sum {a, b}`, `now`, `wait {ms}`, `countdown {ms}` (a task when the client
-//! follows tasks), `confirm {question}` (asks the user) and `announce {uri}` (tells subscribers a
-//! resource changed), a static resource, a resource template and a prompt.
+//! follows tasks), `confirm {question}` (asks the user), `announce {uri}` (tells subscribers a
+//! resource changed), `pixel` (an image) and `counter {start}` (an MCP App: its result is shown
+//! by the `ui://example/counter` page), a static resource, a resource template and a prompt.
 //! Serves stdio by default, Streamable HTTP with `--http ADDR`.
 
 use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolDef, ToolError};
 use mcp::tasks::TaskSupport;
+use mcp::types::content::{ContentBlock, ImageContent};
 use mcp::types::prompts::PromptMessage;
+use mcp::types::resources::Resource;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -59,6 +62,21 @@ struct Announce {
     /// The URI of the resource that changed, e.g. example://about.
     uri: String,
 }
+
+/// Arguments of `counter`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Counter {
+    /// Where the counter starts.
+    start: f64,
+}
+
+/// A 16x16 PNG, one colour: what `pixel` returns.
+const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4oaFBEmIY1TCqYfhqAAB8MxgQ+Pjr0gAAAABJRU5ErkJggg==";
+
+/// The MCP App (`io.modelcontextprotocol/ui`) that shows `counter`'s result: it speaks the
+/// extension's postMessage bridge to its host, and adds one through the host's `tools/call`.
+const COUNTER_APP: &str = include_str!("counter-app.html");
 
 /// The router being served, for tools that announce changes.
 static ROUTER: std::sync::OnceLock<Router> = std::sync::OnceLock::new();
@@ -119,6 +137,23 @@ async fn announce(args: Announce, _cx: RequestContext) -> Result<String, ToolErr
     Ok(format!("subscribers of {} were told it changed", args.uri))
 }
 
+async fn pixel(_args: NoArgs, _cx: RequestContext) -> Result<ContentBlock, ToolError> {
+    Ok(ContentBlock::Image(ImageContent {
+        data: PIXEL_PNG.into(),
+        mime_type: "image/png".into(),
+        annotations: None,
+        meta: None,
+    }))
+}
+
+async fn counter(args: Counter, _cx: RequestContext) -> Result<String, ToolError> {
+    Ok(format!("the counter is at {}", args.start))
+}
+
+async fn counter_app(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
+    Ok(COUNTER_APP.to_owned())
+}
+
 async fn about(_req: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
     Ok("mcp-example: a demonstration server of the mcp-rs project.\n\
         Tools: echo (returns its text), sum (adds two numbers)."
@@ -159,7 +194,24 @@ fn router() -> Router {
             "Tells the clients subscribed to a resource that it changed (notifications/resources/updated).",
             announce,
         )
+        .tool("pixel", "Returns a small image (a 16x16 PNG). For trying how a client shows images.", pixel)
+        .tool_def(
+            ToolDef::new("counter")
+                .description("Shows a counter starting at the given number; hosts with MCP Apps show it as a page that can add one.")
+                .meta(app_meta("ui://example/counter")),
+            counter,
+        )
         .resource("example://about", "about", about)
+        .resource_def(
+            Resource {
+                uri: "ui://example/counter".into(),
+                name: "counter-app".into(),
+                description: Some("The page of the counter tool (an MCP App).".into()),
+                mime_type: Some("text/html;profile=mcp-app".into()),
+                ..Default::default()
+            },
+            counter_app,
+        )
         .resource_template("example://greeting/{name}", "greeting", greeting)
         .prompt("greet", "Asks the model for a short greeting of someone.", greet)
         .complete_prompt_argument("greet", "name", |typed: &str, _: &_| {
@@ -169,6 +221,13 @@ fn router() -> Router {
                 .map(|n| n.to_string())
                 .collect()
         })
+}
+
+/// A tool's `_meta` naming the `ui://` page that shows its results.
+fn app_meta(uri: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("ui".into(), serde_json::json!({"resourceUri": uri}));
+    meta
 }
 
 #[tokio::main(flavor = "current_thread")]
