@@ -3,7 +3,7 @@
 //! server asks), read by the page with long polls; the questions parked until the person answers
 //! them on the page; the calls in flight, which the page can cancel.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -43,6 +43,10 @@ pub struct Session {
     roots: Mutex<Vec<Root>>,
     started: Instant,
     next_question: std::sync::atomic::AtomicU64,
+    /// The resources the page subscribed to (sent again on each `subscriptions/listen`).
+    watched: Mutex<BTreeSet<String>>,
+    relisten: Notify,
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
     /// Frames handed out for `ui://` apps: a one-time id to the HTML and its CSP.
     pub frames: Mutex<HashMap<String, (String, String)>>,
 }
@@ -62,6 +66,9 @@ impl Session {
             started: Instant::now(),
             next_question: std::sync::atomic::AtomicU64::new(1),
             frames: Mutex::new(HashMap::new()),
+            watched: Mutex::new(BTreeSet::new()),
+            relisten: Notify::new(),
+            listener: Mutex::new(None),
         })
     }
 
@@ -132,6 +139,12 @@ impl Session {
         match self.target.connect(options, None).await {
             Ok(client) => {
                 let ms = started.elapsed().as_millis();
+                if client.description().modern {
+                    let listening = tokio::spawn(listen(Arc::downgrade(self), client.clone()));
+                    if let Some(old) = self.listener.lock().unwrap().replace(listening.abort_handle()) {
+                        old.abort();
+                    }
+                }
                 *self.client.write().await = Some(client);
                 let server = self.server().await?;
                 self.record("status", json!({"text": format!("connected in {ms} ms"), "connected": true}));
@@ -304,13 +317,55 @@ impl Session {
         Ok(())
     }
 
+    /// Follows the updates of `uri`: `resources/subscribe` on a legacy server, the URI added
+    /// to the `subscriptions/listen` request of a 2026-07-28 one.
+    pub async fn subscribe(&self, uri: String) -> Result<(), String> {
+        let client = self.client().await?;
+        if client.description().modern {
+            self.watched.lock().unwrap().insert(uri);
+            self.relisten.notify_one();
+            return Ok(());
+        }
+        client.request("resources/subscribe", json!({"uri": uri})).await.map(|_| ()).map_err(|e| e.to_string())
+    }
+
     /// Ends the connection (the child process is stopped).
     pub async fn close(&self) {
+        if let Some(listening) = self.listener.lock().unwrap().take() {
+            listening.abort();
+        }
         for (_, tx) in self.questions.lock().unwrap().drain() {
             drop(tx);
         }
         if let Some(client) = self.client.write().await.take() {
             client.close().await;
+        }
+    }
+}
+
+/// A 2026-07-28 server sends list changes and resource updates only on an open
+/// `subscriptions/listen` request: one stays open (sent again when it ends, or when the page
+/// subscribes to another resource) for as long as the session and this connection live.
+async fn listen(session: std::sync::Weak<Session>, client: Client) {
+    loop {
+        let Some(me) = session.upgrade() else { return };
+        if client.is_closed() {
+            return;
+        }
+        let uris: Vec<String> = me.watched.lock().unwrap().iter().cloned().collect();
+        let params = json!({"notifications": {
+            "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
+            "resourceSubscriptions": uris,
+        }});
+        let listening = client.request("subscriptions/listen", params);
+        tokio::select! {
+            outcome = listening => {
+                if outcome.is_err() {
+                    drop(me);
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            () = me.relisten.notified() => {}
         }
     }
 }

@@ -198,6 +198,10 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             let params = body.get("params").cloned().unwrap_or_else(|| json!({}));
             json_reply(session.request(method, params, text("call")).await)
         }
+        "subscribe" => json_reply(match session.subscribe(text("uri")).await {
+            Ok(()) => json!({"ok": true}),
+            Err(e) => json!({"error": e}),
+        }),
         "cancel" => json_reply(json!({"cancelled": session.cancel(&text("call"))})),
         "answer" => {
             let Some(id) = body.get("id").and_then(Value::as_u64) else {

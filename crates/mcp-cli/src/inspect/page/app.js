@@ -398,8 +398,8 @@ function showResource(resource) {
   const subscribe = el("button", { type: "button", class: "secondary", text: "Subscribe" });
   read.addEventListener("click", () => readResource(resource.uri, contents));
   subscribe.addEventListener("click", async () => {
-    const answer = await request("resources/subscribe", { uri: resource.uri });
-    subscribe.textContent = answer.error ? `cannot subscribe: ${answer.error.message}` : "Subscribed";
+    const answer = await api("/api/subscribe", { uri: resource.uri });
+    subscribe.textContent = answer.error ? `cannot subscribe: ${answer.error}` : "Subscribed";
     subscribe.disabled = !answer.error;
   });
   const caps = (state.server && state.server.capabilities) || {};

@@ -1,0 +1,362 @@
+"""`mcp inspect` in a real browser: Debian's chromium, headless, driven by Playwright.
+
+Starts `mcp inspect --no-open -- mcp-example` (and a hostile page on another port), then checks
+what a person does on the page: a form filled and a tool called, validation before sending, an
+image shown, a progress bar moving, a call cancelled, an elicitation answered, the traffic list,
+a replayed call, a subscription's update, a `ui://` app rendered in its sandboxed frame and
+calling a tool through the bridge; and that a request without the token, with a foreign Host, or
+from a cross-origin page is refused.
+
+    python tests/browser/inspector.py MCP_BINARY EXAMPLE_BINARY [CHROMIUM]
+"""
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+MCP, EXAMPLE = sys.argv[1], sys.argv[2]
+CHROMIUM = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/chromium"
+# MCP_INSPECT_LEGACY=1: the same checks with the legacy handshake (initialize, resources/subscribe).
+LEGACY = os.environ.get("MCP_INSPECT_LEGACY") == "1"
+failures = []
+
+
+def check(name, fn):
+    try:
+        fn()
+        print(f"PASS  {name}", flush=True)
+    except Exception as e:  # noqa: BLE001 - every failure is reported, then the run fails
+        failures.append(name)
+        print(f"FAIL  {name}: {type(e).__name__}: {e}", flush=True)
+
+
+def start_inspector():
+    proc = subprocess.Popen(
+        [MCP, "inspect", "--no-open", *(["--legacy"] if LEGACY else []), "--", EXAMPLE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise SystemExit(f"mcp inspect printed no URL: {line!r} {proc.stderr.read()}")
+    return proc, line
+
+
+def status_of(url, headers=None, data=None):
+    req = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+proc, URL = start_inspector()
+BASE, TOKEN = URL.split("/?token=")
+PORT = int(BASE.rsplit(":", 1)[1])
+
+
+def api(path, body=None):
+    headers = {"x-inspector-token": TOKEN}
+    data = None
+    if body is not None:
+        headers["content-type"] = "application/json"
+        data = json.dumps(body).encode()
+    status, text = status_of(BASE + path, headers, data)
+    assert status == 200, f"{path}: {status} {text}"
+    return json.loads(text)
+
+
+def until(page, script, timeout=15):
+    """Polls a script in the page (the page's CSP forbids eval, so wait_for_function cannot)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if page.evaluate(script):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"never true: {script}")
+
+
+def sent_messages():
+    return [e["message"] for e in api("/api/events?wait=0")["events"] if e["kind"] == "traffic" and e["dir"] == "out"]
+
+
+# ---- refusals, without a browser -----------------------------------------------------------
+
+def no_token():
+    status, text = status_of(BASE + "/")
+    assert status == 401, status
+    assert "token" in text
+    status, _ = status_of(BASE + "/api/server")
+    assert status == 401, status
+    status, _ = status_of(BASE + "/?token=" + "0" * len(TOKEN))
+    assert status == 401, status
+
+
+def foreign_host():
+    status, _ = status_of(URL, {"Host": f"attacker.example:{PORT}"})
+    assert status == 421, status
+
+
+def foreign_origin():
+    status, _ = status_of(
+        BASE + "/api/request",
+        {"x-inspector-token": TOKEN, "content-type": "application/json", "Origin": "http://attacker.example"},
+        json.dumps({"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}).encode(),
+    )
+    assert status == 403, status
+
+
+check("a request without the token is refused (401)", no_token)
+check("a request naming another Host is refused (421, no DNS rebinding)", foreign_host)
+check("a request from another Origin is refused even with the token (403)", foreign_origin)
+
+# ---- a hostile page on another port --------------------------------------------------------
+
+HOSTILE = f"""<!doctype html><html><body><p id="out">running</p>
+<iframe id="framed" src="{URL}"></iframe>
+<script>
+const results = [];
+const target = "{BASE}";
+async function attempt(name, init) {{
+  try {{ const r = await fetch(target + "/api/request", init); results.push(name + ":" + r.status); }}
+  catch (e) {{ results.push(name + ":blocked"); }}
+}}
+(async () => {{
+  const body = JSON.stringify({{method: "tools/call", params: {{name: "echo", arguments: {{text: "cross-origin-attack"}}}}}});
+  await attempt("cors", {{method: "POST", headers: {{"content-type": "application/json", "x-inspector-token": "{TOKEN}"}}, body}});
+  await attempt("no-cors", {{method: "POST", mode: "no-cors", headers: {{"content-type": "text/plain"}}, body}});
+  await attempt("no-cors-token-in-url", {{method: "POST", mode: "no-cors", body}});
+  document.getElementById("out").textContent = "done " + results.join(" ");
+}})();
+</script></body></html>"""
+
+
+class Hostile(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the stdlib's name
+        body = HOSTILE.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+hostile = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+threading.Thread(target=hostile.serve_forever, daemon=True).start()
+HOSTILE_URL = f"http://localhost:{hostile.server_address[1]}/"
+
+# ---- the page ------------------------------------------------------------------------------
+
+with sync_playwright() as pw:
+    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+    page = browser.new_page()
+    page.set_default_timeout(15000)
+    console = []
+    page.on("console", lambda m: console.append(m.text))
+    page.on("pageerror", lambda e: console.append(f"page error: {e}"))
+    page.goto(URL)
+
+    def server_shown():
+        expect(page.locator("#server-name")).to_contain_text("mcp-example")
+        if LEGACY:
+            expect(page.locator("#server-table")).to_contain_text("legacy")
+        else:
+            expect(page.locator("#server-table")).to_contain_text("2026-07-28")
+            expect(page.locator("#tab-server")).to_contain_text("server/discover")
+
+    check("the page shows the server: name, era, capabilities, server/discover", server_shown)
+
+    def open_tool(name):
+        page.click('#tabs button[data-tab="tools"]')
+        page.click(f'#tools-list li[data-tool="{name}"]')
+        expect(page.locator("#tool-detail h2")).to_have_text(name)
+
+    def form_and_call():
+        open_tool("sum")
+        page.fill('#tool-form input[name="a"]', "2")
+        page.fill('#tool-form input[name="b"]', "3")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result")).to_contain_text("2 + 3 = 5")
+
+    check("a form built from sum's schema is filled and the tool called", form_and_call)
+
+    def validation_first():
+        open_tool("sum")
+        page.fill('#tool-form input[name="a"]', "2")
+        before = len([m for m in sent_messages() if m.get("method") == "tools/call"])
+        page.click("#tool-call")
+        expect(page.locator("#tool-errors")).to_contain_text("required")
+        time.sleep(0.3)
+        after = len([m for m in sent_messages() if m.get("method") == "tools/call"])
+        assert after == before, "a call that fails its schema was sent"
+
+    check("a missing required argument is reported from the schema before sending", validation_first)
+
+    def image_shown():
+        open_tool("pixel")
+        page.click("#tool-call")
+        image = page.locator("#tool-result img.result-image")
+        expect(image).to_be_visible()
+        until(page, "() => document.querySelector('#tool-result img.result-image').naturalWidth === 16")
+
+    check("an image result is shown (a 16x16 PNG decoded by the browser)", image_shown)
+
+    def progress_moves():
+        open_tool("wait")
+        page.fill('#tool-form input[name="ms"]', "2000")
+        page.click("#tool-call")
+        until(page, "() => { const p = document.querySelector('#tool-result progress'); return !!p && p.value > 2; }")
+        seen = page.evaluate("document.querySelector('#tool-result progress').value")
+        assert seen > 2, seen
+        expect(page.locator("#tool-result")).to_contain_text("waited 2000 ms", timeout=20000)
+
+    check("a progress bar moves with notifications/progress, then the result comes", progress_moves)
+
+    def cancel_call():
+        open_tool("wait")
+        page.fill('#tool-form input[name="ms"]', "30000")
+        page.click("#tool-call")
+        until(page, "() => { const p = document.querySelector('#tool-result progress'); return !!p && p.value > 0; }")
+        page.click("#tool-cancel")
+        expect(page.locator("#tool-result .call-error")).to_contain_text("cancelled")
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            if any(m.get("method") == "notifications/cancelled" for m in sent_messages()):
+                return
+            time.sleep(0.2)
+        raise AssertionError("no notifications/cancelled went to the server")
+
+    check("the cancel button stops a call (notifications/cancelled sent)", cancel_call)
+
+    def task_followed():
+        open_tool("countdown")
+        page.fill('#tool-form input[name="ms"]', "800")
+        page.click("#tool-call")
+        if LEGACY:  # a legacy client gets the job tools instead of a task
+            expect(page.locator("#tool-result")).to_contain_text("Started job", timeout=20000)
+            return
+        expect(page.locator("#tool-result")).to_contain_text("countdown over", timeout=20000)
+        if not LEGACY:
+            assert any(m.get("method") == "tasks/get" or m.get("method") == "tasks/result" for m in sent_messages()), "the call did not become a task"
+
+    check("a call that becomes a task is followed to its end", task_followed)
+
+    def elicitation_answered():
+        open_tool("confirm")
+        page.fill('#tool-form input[name="question"]', "Proceed?")
+        page.click("#tool-call")
+        question = page.locator('.question[data-question="elicitation"]')
+        expect(question).to_contain_text("Proceed?")
+        question.locator('input[name="yes"]').check()
+        question.locator(".elicitation-accept").click()
+        expect(page.locator("#tool-result")).to_contain_text("the user said yes")
+        expect(question).to_have_count(0)
+
+    check("an elicitation is answered from the page", elicitation_answered)
+
+    def traffic_listed():
+        page.click('#tabs button[data-tab="traffic"]')
+        rows = page.locator("#traffic tbody tr")
+        expect(rows.filter(has_text="tools/call").first).to_be_visible()
+        expect(rows.filter(has_text="initialize" if LEGACY else "server/discover").first).to_be_visible()
+        page.fill("#traffic-filter", "notifications/progress")
+        expect(rows.first).to_contain_text("notifications/progress")
+        assert all("notifications/progress" in t for t in rows.all_inner_texts()), "the filter let other messages through"
+        page.fill("#traffic-filter", "")
+        lines = urllib.request.urlopen(urllib.request.Request(BASE + "/api/traffic.jsonl", headers={"x-inspector-token": TOKEN})).read().decode().splitlines()
+        events = [json.loads(line) for line in lines]
+        assert any(e["message"].get("method") == "tools/call" for e in events)
+        assert {e["dir"] for e in events} == {"in", "out"}
+
+    check("the traffic lists the messages both ways, filters them, exports JSON lines", traffic_listed)
+
+    def replayed():
+        page.click('#tabs button[data-tab="traffic"]')
+        page.fill("#traffic-filter", '"name":"sum"')
+        page.locator("#traffic tbody tr").filter(has_text="tools/call").first.click()
+        page.click("#traffic-replay")
+        params = json.loads(page.input_value("#replay-params"))
+        assert params["name"] == "sum", params
+        params["arguments"] = {"a": 2, "b": 10}
+        page.fill("#replay-params", json.dumps(params))
+        page.click("#replay-send")
+        expect(page.locator("#replay-result")).to_contain_text("2 + 10 = 12")
+        page.fill("#traffic-filter", "")
+
+    check("a call from the traffic is edited and replayed", replayed)
+
+    def subscription():
+        page.click('#tabs button[data-tab="resources"]')
+        page.click('#resources-list li[data-resource="example://about"]')
+        page.click("#resource-detail button:has-text('Read')")
+        expect(page.locator("#resource-contents")).to_contain_text("demonstration server")
+        page.click("#resource-detail button:has-text('Subscribe')")
+        expect(page.locator("#resource-detail")).to_contain_text("Subscribed")
+        api("/api/request", {"method": "tools/call", "params": {"name": "announce", "arguments": {"uri": "example://about"}}})
+        expect(page.locator("#resource-updates")).to_contain_text("example://about changed")
+
+    check("a resource is read and a subscription shows its update live", subscription)
+
+    def app_in_frame():
+        open_tool("counter")
+        page.fill('#tool-form input[name="start"]', "2")
+        page.click("#tool-call")
+        frame_el = page.locator("#app-frame")
+        expect(frame_el).to_have_attribute("sandbox", "allow-scripts")
+        frame = page.frame_locator("#app-frame")
+        expect(frame.locator("#value")).to_have_text("2")
+        frame.locator("#add").click()
+        expect(frame.locator("#value")).to_have_text("3")
+        assert any(m.get("method") == "tools/call" and m["params"].get("name") == "sum" and m["params"]["arguments"] == {"a": 2, "b": 1} for m in sent_messages())
+        # No same-origin: the frame cannot reach the inspector's page or its token.
+        origin = page.frames[-1].evaluate("() => { try { return parent.document.title; } catch (e) { return 'denied'; } }")
+        assert origin == "denied", origin
+
+    check("a ui:// app renders in a sandboxed frame and calls a tool through the bridge", app_in_frame)
+
+    def cross_origin_page():
+        marker = "cross-origin-attack"
+        other = browser.new_page()
+        other.goto(HOSTILE_URL)
+        expect(other.locator("#out")).to_contain_text("done", timeout=15000)
+        outcome = other.inner_text("#out")
+        assert "cors:blocked" in outcome or "cors:403" in outcome, outcome
+        time.sleep(0.5)
+        assert not any(marker in json.dumps(m) for m in sent_messages()), "the hostile page reached the server"
+        # Framing is refused too (frame-ancestors 'none', X-Frame-Options: DENY).
+        framed = other.frames[1] if len(other.frames) > 1 else None
+        text = framed.evaluate("() => document.body ? document.body.innerText : ''") if framed else ""
+        assert "mcp inspect" not in text, "the inspector was framed by another site"
+        other.close()
+
+    check("a cross-origin page can neither call the API nor frame the inspector", cross_origin_page)
+
+    errors = [c for c in console if c.startswith("page error")]
+    check("the page ran without script errors", lambda: (_ for _ in ()).throw(AssertionError(errors)) if errors else None)
+    browser.close()
+
+os.killpg(proc.pid, signal.SIGINT)
+try:
+    proc.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    os.killpg(proc.pid, signal.SIGKILL)
+    failures.append("mcp inspect did not stop on Ctrl-C")
+hostile.shutdown()
+print(f"{'FAILED' if failures else 'ok'}: {len(failures)} failed", flush=True)
+sys.exit(1 if failures else 0)
