@@ -12,7 +12,7 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://ru
 
 # Debian packages the tests drive for real: a terminal multiplexer for the consent and form tests,
 # PostgreSQL for crm-mcp, Redis and nginx for the multi-node tests (each test starts its own
-# server on a free port, nothing on disk).
+# server on a free port, nothing on disk), chromium for the inspector's browser tests.
 need_packages() {
     local missing=()
     for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
@@ -21,7 +21,7 @@ need_packages() {
     local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
-need_packages tmux tinyproxy curl postgresql postgresql-contrib redis-server nginx
+need_packages tmux tinyproxy curl postgresql postgresql-contrib redis-server nginx chromium python3-venv
 
 # The real authorization server the OAuth tests start (npm oidc-provider, pinned by its lockfile).
 fixture=tests/fixtures/oidc-as
@@ -52,6 +52,9 @@ bash scripts/conformance.sh
 
 log "interoperability with the official TypeScript and Python SDKs"
 bash scripts/interop.sh
+
+log "mcp inspect in headless chromium (Playwright)"
+bash scripts/browser.sh
 
 if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"

@@ -70,14 +70,14 @@ fn split(url: &str) -> (String, String) {
 
 /// Whether the metadata's `resource` may stand for `server_url`: the same origin, and a path
 /// that is the server's or one of its parents.
-fn resource_covers(resource: &str, server_url: &str) -> bool {
+pub fn resource_covers(resource: &str, server_url: &str) -> bool {
     let (r_origin, r_path) = split(&canonical_resource(resource));
     let (s_origin, s_path) = split(&canonical_resource(server_url));
     r_origin == s_origin && (r_path.is_empty() || s_path == r_path || s_path.starts_with(&format!("{r_path}/")))
 }
 
 /// The resource metadata URLs to try, in order.
-fn metadata_candidates(server_url: &str, challenge: Option<&Challenge>) -> Vec<String> {
+pub fn metadata_candidates(server_url: &str, challenge: Option<&Challenge>) -> Vec<String> {
     let (origin, path) = split(server_url);
     let mut urls = Vec::new();
     if let Some(url) = challenge.and_then(|c| c.get("resource_metadata")) {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `mcp inspect` in a real browser: Debian's chromium, headless, driven by Playwright from PyPI
+# (installed in a cache venv when missing). The checks run twice: against mcp-example speaking
+# 2026-07-28, then the legacy handshake (--legacy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE=${INTEROP_CACHE:-/tmp/mcp-interop-cache}
+PLAYWRIGHT=${PLAYWRIGHT_VERSION:-1.49.1}
+venv="$CACHE/playwright-$PLAYWRIGHT"
+if ! "$venv/bin/python" -c 'import playwright' 2>/dev/null; then
+    mkdir -p "$CACHE"
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "playwright==$PLAYWRIGHT" >&2
+fi
+chromium=${CHROMIUM:-$(command -v chromium || true)}
+[ -n "$chromium" ] && [ -x "$chromium" ] || { echo "browser tests: chromium not found (apt-get install chromium)" >&2; exit 1; }
+
+# The package set and features of interop.sh and conformance.sh: nothing is compiled again.
+cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance \
+    --features paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite
+status=0
+timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example "$chromium" || status=1
+MCP_INSPECT_LEGACY=1 timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example "$chromium" || status=1
+exit $status
