@@ -100,6 +100,17 @@ impl AuthOptions {
 
     /// The authorizer of a command: a browser flow when allowed.
     pub fn authorizer(&self, entry: &OAuthEntry, cacerts: &[PathBuf]) -> Result<OAuth, String> {
+        self.authorizer_showing(entry, cacerts, |_| {})
+    }
+
+    /// [`AuthOptions::authorizer`], also telling `show` each authorization URL a person must
+    /// open (the inspector puts it on its page).
+    pub fn authorizer_showing(
+        &self,
+        entry: &OAuthEntry,
+        cacerts: &[PathBuf],
+        show: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Result<OAuth, String> {
         let config = self.config(entry, cacerts, true)?;
         let open = !self.no_browser;
         let mut browser = Browser::new(open, move |url: &str| {
@@ -108,6 +119,7 @@ impl AuthOptions {
             } else {
                 eprintln!("mcp: to authorize, open this URL in a browser:\n  {url}");
             }
+            show(url);
         });
         if let Some(port) = self.callback_port.or(entry.callback_port) {
             browser = browser.fixed_port(port);

@@ -524,12 +524,27 @@ async fn inspect_command(cli: &Cli, args: &inspect::InspectArgs) -> Result<Value
     options.client_info = mcp::types::lifecycle::Implementation::new("mcp-inspect", env!("CARGO_PKG_VERSION"));
     options.tracer = None;
     options.log_level = Some(mcp::types::logging::LoggingLevel::Debug);
-    if let Target::Http(_, _, entry) = &target {
-        let oauth = cli.auth.authorizer(entry, &cli.cacerts).map_err(Failure::Usage)?;
-        options.auth = Some(Arc::new(oauth));
+    let sink = inspect::UrlSink::default();
+    let mut auth = None;
+    if let Target::Http(url, _, entry) = &target {
+        let shown = sink.clone();
+        let oauth =
+            cli.auth.authorizer_showing(entry, &cli.cacerts, move |url| shown.show(url)).map_err(Failure::Usage)?;
+        let oauth = Arc::new(oauth);
+        options.auth = Some(oauth.clone());
+        let config = cli.auth.config(entry, &cli.cacerts, true).map_err(Failure::Usage)?;
+        auth = Some(inspect::Authorization {
+            url: url.clone(),
+            fetcher: mcp::fetch::Fetcher::new(&cli.cacerts).map_err(|e| Failure::Usage(format!("--cacert: {e}")))?,
+            registration: inspect::Registration {
+                client_id: config.client_id,
+                metadata_url: config.client_metadata_url,
+            },
+            oauth,
+        });
     }
-    let roots = roots(&cli.roots)?;
-    inspect::run(target, options, roots, args).await.map_err(Failure::Connect)?;
+    let setup = inspect::Setup { target, options, roots: roots(&cli.roots)?, auth, sink };
+    inspect::run(setup, args).await.map_err(Failure::Connect)?;
     Ok(Value::Null)
 }
 

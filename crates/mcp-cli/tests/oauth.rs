@@ -12,54 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::oidc::{free_port, http, AuthServer};
-use common::{mcp, paypedia};
+use common::mcp;
+use common::oidc::{authorize_in_browser, free_port, http, setup, AuthServer, Protected};
 
 const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
-
-/// `paypedia --http 127.0.0.1:PORT` with `args`, killed when dropped.
-struct Protected {
-    child: Child,
-    url: String,
-}
-
-impl Protected {
-    fn start(port: u16, args: &[&str]) -> Protected {
-        let mut child = Command::new(paypedia())
-            .args(["--http", &format!("127.0.0.1:{port}")])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let line = lines.next().and_then(Result::ok).unwrap_or_default();
-        assert!(line.contains("serving MCP"), "paypedia did not start: {line}");
-        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
-        Protected { child, url: format!("http://127.0.0.1:{port}/mcp") }
-    }
-}
-
-impl Drop for Protected {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An authorization server knowing one protected paypedia, and that paypedia.
-fn setup(as_args: &[&str], server_args: &[&str]) -> (AuthServer, Protected) {
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp=paypedia:read,paypedia:batch");
-    let mut args = vec!["--resource", resource.as_str()];
-    args.extend_from_slice(as_args);
-    let auth = AuthServer::start(&args);
-    let mut server = vec!["--auth-issuer", auth.issuer.as_str()];
-    server.extend_from_slice(server_args);
-    let protected = Protected::start(port, &server);
-    (auth, protected)
-}
 
 /// `mcp` with `args`, its tokens in `store`.
 fn run(store: &Path, args: &[&str]) -> Output {
@@ -100,16 +56,7 @@ fn login(store: &Path, url: &str, extra: &[&str]) -> Output {
             && authorize.contains("state=")
             && authorize.contains("resource=")
     );
-    let jar = store.with_extension("cookies");
-    let browser = Command::new("curl")
-        .args(["-s", "-L", "--max-redirs", "20", "-c", jar.to_str().unwrap(), "-b", jar.to_str().unwrap(), &authorize])
-        .output()
-        .expect("curl plays the browser (scripts/test.sh installs it)");
-    assert!(
-        String::from_utf8_lossy(&browser.stdout).contains("Authorized"),
-        "{}",
-        String::from_utf8_lossy(&browser.stdout)
-    );
+    authorize_in_browser(&authorize, &store.with_extension("cookies"));
     let mut out = child.wait_with_output().unwrap();
     std::io::Read::read_to_end(&mut stderr, &mut out.stderr).unwrap();
     out

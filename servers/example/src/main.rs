@@ -72,7 +72,8 @@ struct Counter {
 }
 
 /// A 16x16 PNG, one colour: what `pixel` returns.
-const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4oaFBEmIY1TCqYfhqAAB8MxgQ+Pjr0gAAAABJRU5ErkJggg==";
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4oaFBEmIY1TCqYfhqAAB8MxgQ+Pjr0gAAAABJRU5ErkJggg==";
 
 /// The MCP App (`io.modelcontextprotocol/ui`) that shows `counter`'s result: it speaks the
 /// extension's postMessage bridge to its host, and adds one through the host's `tools/call`.

@@ -30,7 +30,12 @@ pub async fn steps(url: &str, fetcher: &Fetcher, registration: Registration) -> 
         answer.headers.get_all(http::header::WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).collect();
     let detail = json!({"request": format!("POST {url} (a notification, no Authorization)"), "status": answer.status.as_u16(), "www-authenticate": challenges});
     if answer.status != http::StatusCode::UNAUTHORIZED {
-        steps.push(step("request without a token", true, format!("{}: this server needs no authorization", answer.status), detail));
+        steps.push(step(
+            "request without a token",
+            true,
+            format!("{}: this server needs no authorization", answer.status),
+            detail,
+        ));
         return json!({"steps": steps, "needed": false});
     }
     let parsed = mcp::client::auth::challenge::parse_all(challenges.iter().copied());
@@ -70,7 +75,12 @@ pub async fn steps(url: &str, fetcher: &Fetcher, registration: Registration) -> 
         ));
         return json!({"steps": steps, "needed": true});
     };
-    steps.push(step("protected resource metadata", true, format!("found at {}", tried.last().map_or("?", |t| t["url"].as_str().unwrap_or("?"))), json!({"tried": tried, "document": prm})));
+    steps.push(step(
+        "protected resource metadata",
+        true,
+        format!("found at {}", tried.last().map_or("?", |t| t["url"].as_str().unwrap_or("?"))),
+        json!({"tried": tried, "document": prm}),
+    ));
 
     let resource = prm.get("resource").and_then(Value::as_str).unwrap_or_default();
     let covers = resource.is_empty() || discovery::resource_covers(resource, url);
@@ -84,19 +94,39 @@ pub async fn steps(url: &str, fetcher: &Fetcher, registration: Registration) -> 
         },
         Value::Null,
     ));
-    let servers: Vec<String> =
-        prm["authorization_servers"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect();
+    let servers: Vec<String> = prm["authorization_servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
     let Some(issuer) = servers.first() else {
-        steps.push(step("authorization server metadata", false, "the metadata names no authorization server".into(), Value::Null));
+        steps.push(step(
+            "authorization server metadata",
+            false,
+            "the metadata names no authorization server".into(),
+            Value::Null,
+        ));
         return json!({"steps": steps, "needed": true});
     };
     let metadata = match mcp::net::oauth::issuer_metadata(fetcher, issuer).await {
         Ok(doc) => {
-            steps.push(step("authorization server metadata", true, format!("{issuer} describes itself"), json!({"urls": mcp::net::oauth::metadata_urls(issuer), "document": doc})));
+            steps.push(step(
+                "authorization server metadata",
+                true,
+                format!("{issuer} describes itself"),
+                json!({"urls": mcp::net::oauth::metadata_urls(issuer), "document": doc}),
+            ));
             Value::Object(doc)
         }
         Err(e) => {
-            steps.push(step("authorization server metadata", false, e, json!({"urls": mcp::net::oauth::metadata_urls(issuer)})));
+            steps.push(step(
+                "authorization server metadata",
+                false,
+                e,
+                json!({"urls": mcp::net::oauth::metadata_urls(issuer)}),
+            ));
             return json!({"steps": steps, "needed": true});
         }
     };
@@ -104,7 +134,11 @@ pub async fn steps(url: &str, fetcher: &Fetcher, registration: Registration) -> 
     steps.push(step(
         "PKCE",
         pkce,
-        if pkce { "S256 is supported".into() } else { "the metadata does not list S256: MCP clients must refuse to go on".into() },
+        if pkce {
+            "S256 is supported".into()
+        } else {
+            "the metadata does not list S256: MCP clients must refuse to go on".into()
+        },
         Value::Null,
     ));
     steps.push(registration.step(&metadata));
@@ -127,9 +161,52 @@ impl Registration {
             (Some(id), ..) => (true, format!("the pre-registered client {id}")),
             (None, Some(url), true, _) => (true, format!("the Client ID Metadata Document {url} as client id")),
             (None, _, _, Some(endpoint)) => (true, format!("dynamic registration at {endpoint}")),
-            (None, _, true, None) => (false, "the server takes Client ID Metadata Documents: pass --client-metadata-url".into()),
+            (None, _, true, None) => {
+                (false, "the server takes Client ID Metadata Documents: pass --client-metadata-url".into())
+            }
             _ => (false, "no way to register: pass --client-id (the server offers no dynamic registration)".into()),
         };
-        step("client registration", ok, said, json!({"client_id_metadata_document_supported": cimd, "registration_endpoint": dcr}))
+        step(
+            "client registration",
+            ok,
+            said,
+            json!({"client_id_metadata_document_supported": cimd, "registration_endpoint": dcr}),
+        )
+    }
+}
+
+/// What the inspector needs for an HTTP server's authorization: the discovery's inputs, and
+/// the client's own authorizer (its Authorize button runs `mcp login`'s flow with it).
+pub struct Authorization {
+    /// The server's URL.
+    pub url: String,
+    /// Makes the discovery's requests (the CA files of `--cacert`).
+    pub fetcher: Fetcher,
+    /// How the client registers.
+    pub registration: Registration,
+    /// The authorizer the connection uses.
+    pub oauth: std::sync::Arc<mcp::client::auth::OAuth>,
+}
+
+impl Authorization {
+    /// The discovery, step by step.
+    pub async fn steps(&self) -> Value {
+        let registration = Registration {
+            client_id: self.registration.client_id.clone(),
+            metadata_url: self.registration.metadata_url.clone(),
+        };
+        steps(&self.url, &self.fetcher, registration).await
+    }
+
+    /// Authorizes now (a browser opens, or the page shows the URL), and says what was granted:
+    /// issuer, client, scopes, expiry; never the token.
+    pub async fn login(&self) -> Value {
+        match self.oauth.login(&self.url).await {
+            Ok(summary) => json!({"authorized": {
+                "issuer": summary.issuer, "resource": summary.resource, "client_id": summary.client_id,
+                "scopes": summary.scopes, "expires_at": summary.expires_at, "refreshable": summary.refreshable,
+            }}),
+            Err(e) => json!({"error": e.to_string()}),
+        }
     }
 }

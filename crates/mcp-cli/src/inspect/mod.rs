@@ -7,6 +7,7 @@
 //! No proxy listens for anyone else: the page only reaches this one server, through this
 //! process, and only with the token (see [`web`]).
 
+mod auth;
 mod session;
 mod web;
 
@@ -16,6 +17,22 @@ use mcp::client::ClientOptions;
 use mcp::types::roots::Root;
 
 use crate::target::Target;
+
+pub use auth::{Authorization, Registration};
+
+/// Where the authorization URLs a person must open go: the page, once it is serving (the
+/// authorizer is made before the session it reports to).
+#[derive(Clone, Default)]
+pub struct UrlSink(Arc<std::sync::OnceLock<std::sync::Weak<session::Session>>>);
+
+impl UrlSink {
+    /// Puts `url` on the page.
+    pub fn show(&self, url: &str) {
+        if let Some(session) = self.0.get().and_then(std::sync::Weak::upgrade) {
+            session.record("authorize", serde_json::json!({"url": url}));
+        }
+    }
+}
 
 /// Options of `mcp inspect`.
 #[derive(clap::Args, Debug, Clone)]
@@ -28,17 +45,28 @@ pub struct InspectArgs {
     pub port: u16,
 }
 
-/// Connects, serves the page until Ctrl-C, then stops the server.
-pub async fn run(target: Target, options: ClientOptions, roots: Vec<Root>, args: &InspectArgs) -> Result<(), String> {
-    let session = session::Session::new(target, options, roots);
-    if let Err(e) = session.connect().await {
-        // The page still opens: it shows why, and a Reconnect button.
-        tracing::warn!("mcp inspect: {e}");
-        eprintln!("mcp inspect: could not connect: {e}");
-    }
+/// What `mcp inspect` is started with.
+pub struct Setup {
+    /// The server.
+    pub target: Target,
+    /// The client's options (handlers are the session's).
+    pub options: ClientOptions,
+    /// The roots offered at first.
+    pub roots: Vec<Root>,
+    /// An HTTP server's authorization.
+    pub auth: Option<Authorization>,
+    /// Where authorization URLs go.
+    pub sink: UrlSink,
+}
+
+/// Serves the page, connects, and serves until Ctrl-C, then stops the server.
+pub async fn run(setup: Setup, args: &InspectArgs) -> Result<(), String> {
+    let session = session::Session::new(setup.target, setup.options, setup.roots, setup.auth);
+    let _ = setup.sink.0.set(Arc::downgrade(&session));
     let mut address = web::address();
     address.set_port(args.port);
-    let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let guard = Arc::new(web::Guard { token: random_hex(24), port });
     let url = format!("http://127.0.0.1:{port}/?token={}", guard.token);
@@ -54,6 +82,14 @@ pub async fn run(target: Target, options: ClientOptions, roots: Vec<Root>, args:
         open_browser(&url);
     }
     let served = tokio::spawn(web::serve(listener, guard, session.clone()));
+    // Connecting comes after the page is up: an authorization in a browser may take a while,
+    // and the page shows its steps and its URL meanwhile.
+    let connecting = session.clone();
+    tokio::spawn(async move {
+        if let Err(e) = connecting.connect().await {
+            eprintln!("mcp inspect: could not connect: {e} (the page shows it, with a Reconnect button)");
+        }
+    });
     let _ = tokio::signal::ctrl_c().await;
     served.abort();
     session.close().await;

@@ -47,14 +47,22 @@ pub struct Session {
     watched: Mutex<BTreeSet<String>>,
     relisten: Notify,
     listener: Mutex<Option<tokio::task::AbortHandle>>,
+    /// An HTTP server's authorization (the OAuth tab), if the target is HTTP.
+    pub auth: Option<super::auth::Authorization>,
     /// Frames handed out for `ui://` apps: a one-time id to the HTML and its CSP.
     pub frames: Mutex<HashMap<String, (String, String)>>,
 }
 
 impl Session {
     /// A session for `target`; call [`Session::connect`] next.
-    pub fn new(target: Target, options: ClientOptions, roots: Vec<Root>) -> Arc<Session> {
+    pub fn new(
+        target: Target,
+        options: ClientOptions,
+        roots: Vec<Root>,
+        auth: Option<super::auth::Authorization>,
+    ) -> Arc<Session> {
         Arc::new(Session {
+            auth,
             target,
             options: Mutex::new(options),
             client: tokio::sync::RwLock::new(None),
@@ -186,7 +194,8 @@ impl Session {
             Box::pin(async move {
                 let session = me.upgrade().ok_or("the inspector closed")?;
                 let answer = session.ask("elicitation", serde_json::to_value(&params).unwrap_or_default()).await;
-                serde_json::from_value(answer).map_err(|e| format!("the page's answer is not an elicitation result: {e}"))
+                serde_json::from_value(answer)
+                    .map_err(|e| format!("the page's answer is not an elicitation result: {e}"))
             }) as mcp::server::BoxFuture<_>
         });
         let me = Arc::downgrade(self);
@@ -199,7 +208,8 @@ impl Session {
                     if answer.get("action").and_then(Value::as_str) == Some("decline") {
                         return Err("the person declined the sampling request".into());
                     }
-                    serde_json::from_value(answer).map_err(|e| format!("the page's answer is not a sampling result: {e}"))
+                    serde_json::from_value(answer)
+                        .map_err(|e| format!("the page's answer is not a sampling result: {e}"))
                 }) as mcp::server::BoxFuture<_>
             });
         let me = Arc::downgrade(self);
@@ -269,7 +279,10 @@ impl Session {
         let tag = call.clone();
         let on_progress = move |p: mcp::types::utilities::ProgressParams| {
             if let Some(session) = me.upgrade() {
-                session.record("progress", json!({"call": tag, "progress": p.progress, "total": p.total, "message": p.message}));
+                session.record(
+                    "progress",
+                    json!({"call": tag, "progress": p.progress, "total": p.total, "message": p.message}),
+                );
             }
         };
         let started = Instant::now();
@@ -292,7 +305,9 @@ impl Session {
         match outcome {
             Ok(Ok(result)) => json!({"result": result, "ms": ms}),
             Ok(Err(e)) => json!({"error": error_json(&e), "ms": ms}),
-            Err(_) => json!({"error": {"message": "cancelled: the server was sent notifications/cancelled"}, "cancelled": true, "ms": ms}),
+            Err(_) => {
+                json!({"error": {"message": "cancelled: the server was sent notifications/cancelled"}, "cancelled": true, "ms": ms})
+            }
         }
     }
 

@@ -62,7 +62,10 @@ impl Guard {
             .or_else(|| query.get("token").cloned())
             .unwrap_or_default();
         if !same(given.as_bytes(), self.token.as_bytes()) {
-            return Some((StatusCode::UNAUTHORIZED, "the inspector's token is missing or wrong: open the URL it printed"));
+            return Some((
+                StatusCode::UNAUTHORIZED,
+                "the inspector's token is missing or wrong: open the URL it printed",
+            ));
         }
         None
     }
@@ -146,6 +149,10 @@ async fn handle(req: Request<Incoming>, guard: &Guard, session: &Arc<Session>) -
             Ok(server) => server,
             Err(e) => json!({"error": e}),
         }),
+        (Method::GET, "/api/auth") => json_reply(match &session.auth {
+            Some(auth) => auth.steps().await,
+            None => json!({"steps": [], "stdio": true}),
+        }),
         (Method::GET, "/api/traffic.jsonl") => Response::builder()
             .header(header::CONTENT_TYPE, "application/x-ndjson")
             .header(
@@ -202,6 +209,16 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             Ok(()) => json!({"ok": true}),
             Err(e) => json!({"error": e}),
         }),
+        "login" => match &session.auth {
+            Some(auth) => {
+                let outcome = auth.login().await;
+                if outcome.get("authorized").is_some() {
+                    let _ = session.connect().await;
+                }
+                json_reply(outcome)
+            }
+            None => refused(StatusCode::BAD_REQUEST, "a stdio server has no authorization"),
+        },
         "cancel" => json_reply(json!({"cancelled": session.cancel(&text("call"))})),
         "answer" => {
             let Some(id) = body.get("id").and_then(Value::as_u64) else {
@@ -209,7 +226,9 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             };
             json_reply(json!({"delivered": session.answer(id, body.get("answer").cloned().unwrap_or_default())}))
         }
-        "validate" => json_reply(validate(body.get("schema").unwrap_or(&Value::Null), body.get("value").unwrap_or(&Value::Null))),
+        "validate" => {
+            json_reply(validate(body.get("schema").unwrap_or(&Value::Null), body.get("value").unwrap_or(&Value::Null)))
+        }
         "reconnect" => json_reply(match session.connect().await {
             Ok(server) => server,
             Err(e) => json!({"error": e}),
@@ -291,9 +310,9 @@ fn app_csp(declared: &Value, guard: &Guard) -> String {
 /// that could end the directive or add another.
 fn is_source(domain: &str) -> bool {
     let rest = domain.strip_prefix("https://").or_else(|| domain.strip_prefix("http://"));
-    rest.is_some_and(|r| {
-        !r.is_empty() && r.chars().all(|c| c.is_ascii_alphanumeric() || ".-:*/_".contains(c))
-    }) || domain.starts_with("wss://") && domain[6..].chars().all(|c| c.is_ascii_alphanumeric() || ".-:*/_".contains(c))
+    rest.is_some_and(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_alphanumeric() || ".-:*/_".contains(c)))
+        || domain.starts_with("wss://")
+            && domain[6..].chars().all(|c| c.is_ascii_alphanumeric() || ".-:*/_".contains(c))
 }
 
 #[cfg(test)]
@@ -319,7 +338,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_place_of_each_error() {
-        let schema = json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]});
+        let schema =
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]});
         assert_eq!(validate(&schema, &json!({"n": 2}))["valid"], true);
         let bad = validate(&schema, &json!({"n": 0}));
         assert_eq!(bad["valid"], false);

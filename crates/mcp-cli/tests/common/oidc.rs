@@ -202,3 +202,62 @@ fn dechunk(mut body: &str) -> String {
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
+
+/// `paypedia --http 127.0.0.1:PORT` with `args`, killed when dropped.
+pub struct Protected {
+    child: Child,
+    /// Its endpoint.
+    pub url: String,
+}
+
+impl Protected {
+    pub fn start(port: u16, args: &[&str]) -> Protected {
+        let mut child = Command::new(super::paypedia())
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(line.contains("serving MCP"), "paypedia did not start: {line}");
+        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+        Protected { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An authorization server knowing one protected paypedia, and that paypedia.
+pub fn setup(as_args: &[&str], server_args: &[&str]) -> (AuthServer, Protected) {
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp=paypedia:read,paypedia:batch");
+    let mut args = vec!["--resource", resource.as_str()];
+    args.extend_from_slice(as_args);
+    let auth = AuthServer::start(&args);
+    let mut server = vec!["--auth-issuer", auth.issuer.as_str()];
+    server.extend_from_slice(server_args);
+    let protected = Protected::start(port, &server);
+    (auth, protected)
+}
+
+/// The person at a browser, played by curl: follows the authorization URL through every
+/// redirect with a cookie jar (the test server approves at once) up to the loopback callback.
+pub fn authorize_in_browser(authorize: &str, jar: &std::path::Path) {
+    let browser = Command::new("curl")
+        .args(["-s", "-L", "--max-redirs", "20", "-c", jar.to_str().unwrap(), "-b", jar.to_str().unwrap(), authorize])
+        .output()
+        .expect("curl plays the browser (scripts/test.sh installs it)");
+    assert!(
+        String::from_utf8_lossy(&browser.stdout).contains("Authorized"),
+        "{}",
+        String::from_utf8_lossy(&browser.stdout)
+    );
+}

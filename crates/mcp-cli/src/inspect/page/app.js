@@ -50,7 +50,7 @@ for (const button of document.querySelectorAll("#tabs button")) {
 function showTab(name) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   for (const t of document.querySelectorAll(".tab")) t.classList.toggle("active", t.id === `tab-${name}`);
-  const load = { tools: loadTools, resources: loadResources, prompts: loadPrompts, saved: showSaved, roots: showRoots }[name];
+  const load = { tools: loadTools, resources: loadResources, prompts: loadPrompts, saved: showSaved, roots: showRoots, auth: showAuth }[name];
   if (load) load().catch(showError);
 }
 
@@ -677,6 +677,34 @@ $("roots-save").addEventListener("click", async () => {
   else setStatus(`offering ${(roots || []).length} root(s)`, true);
 });
 
+// ---- authorization (HTTP servers) ----------------------------------------------------------
+
+async function showAuth() {
+  const list = $("auth-steps");
+  list.replaceChildren(el("li", { class: "hint", text: "asking…" }));
+  const answer = await api("/api/auth");
+  list.replaceChildren();
+  if (answer.stdio) {
+    list.append(el("li", { text: "a stdio server: no authorization (its environment carries any credentials)" }));
+    return;
+  }
+  for (const s of answer.steps) {
+    const item = el("li", { class: `auth-step ${s.ok ? "ok-text" : "bad-text"}`, "data-step": s.name }, el("b", { text: `${s.ok ? "✓" : "✗"} ${s.name}: ` }), el("span", { text: s.said }));
+    if (s.detail) item.append(el("details", {}, el("summary", { text: "what came back" }), pre(s.detail)));
+    list.append(item);
+  }
+  if (answer.needed === false) list.append(el("li", { class: "hint", text: "nothing more to do" }));
+}
+
+$("auth-discover").addEventListener("click", () => showAuth().catch(showError));
+$("auth-login").addEventListener("click", async () => {
+  const box = $("auth-result");
+  box.replaceChildren(el("p", { class: "hint", text: "authorizing: finish it in the browser tab that opens (or the link above)" }));
+  const answer = await api("/api/login", {});
+  box.replaceChildren(answer.error ? el("p", { class: "bad-text", text: answer.error }) : el("div", {}, el("p", { class: "ok-text", text: "authorized" }), pre(answer.authorized)));
+  $("auth-url").replaceChildren();
+});
+
 // ---- questions the server asks (elicitation, sampling) --------------------------------------
 
 function showQuestion(event) {
@@ -753,6 +781,14 @@ function onEvent(event) {
     case "answered": {
       const q = $(`question-${event.id}`);
       if (q) q.remove();
+      break;
+    }
+    case "authorize": {
+      // Only http(s) links: the URL comes from the authorization server's metadata.
+      if (/^https?:\/\//.test(event.url)) {
+        $("auth-url").replaceChildren(el("p", {}, "To authorize, open ", el("a", { href: event.url, target: "_blank", rel: "noopener noreferrer", id: "auth-link", text: "the authorization page" }), "."));
+        setStatus("waiting for an authorization in the browser");
+      }
       break;
     }
     case "status":
