@@ -192,6 +192,16 @@ fn oauth_discovery_step_by_step_then_authorize_from_the_page() {
         json!({"method": "tools/call", "params": {"name": "iban_check", "arguments": {"input": "FR76 3000 6000 0112 3456 7890 189"}}}),
     );
     assert!(iban["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("FR76"), "{iban}");
+    // The traffic holds each HTTP exchange's status and headers, the credentials hidden.
+    let journal = inspector.get("/api/events?wait=0");
+    let exchanges: Vec<&Value> = journal["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "http").collect();
+    let authorized = exchanges
+        .iter()
+        .find(|e| e["status"] == 200 && e["rpcMethod"] == "tools/call")
+        .unwrap_or_else(|| panic!("no tools/call exchange: {exchanges:?}"));
+    let sent: Vec<(String, String)> = serde_json::from_value(authorized["requestHeaders"].clone()).unwrap();
+    assert!(sent.iter().any(|(k, v)| k == "authorization" && v == "(hidden)"), "{sent:?}");
+    assert!(sent.iter().any(|(k, _)| k == "mcp-protocol-version"), "{sent:?}");
     // Nothing the page gets holds the token.
     let stored: Value = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
     let access = stored["tokens"][0]["tokens"]["access_token"].as_str().unwrap().to_owned();

@@ -125,11 +125,12 @@ impl Session {
         }
     }
 
-    /// Every journaled message, one JSON object per line (the traffic export).
+    /// Every journaled message, and each HTTP exchange's head, one JSON object per line (the
+    /// traffic export).
     pub fn traffic_lines(&self) -> String {
         let journal = self.journal.lock().unwrap();
         let mut out = String::new();
-        for event in journal.events.iter().filter(|e| e["kind"] == "traffic") {
+        for event in journal.events.iter().filter(|e| e["kind"] == "traffic" || e["kind"] == "http") {
             out.push_str(&event.to_string());
             out.push('\n');
         }
@@ -174,6 +175,21 @@ impl Session {
             if let Some(session) = me.upgrade() {
                 let dir = if direction == Direction::Out { "out" } else { "in" };
                 session.record("traffic", json!({"dir": dir, "message": capped(message)}));
+            }
+        }));
+        let me = Arc::downgrade(self);
+        options.http_tracer = Some(Arc::new(move |x: &mcp::client::HttpExchange| {
+            if let Some(session) = me.upgrade() {
+                let message = x.message.as_ref();
+                session.record(
+                    "http",
+                    json!({
+                        "dir": "http", "method": x.method, "url": x.url, "status": x.status,
+                        "id": message.and_then(|m| m.get("id")).cloned(),
+                        "rpcMethod": message.and_then(|m| m.get("method")).cloned(),
+                        "requestHeaders": x.request_headers, "responseHeaders": x.response_headers,
+                    }),
+                );
             }
         }));
         let me = Arc::downgrade(self);

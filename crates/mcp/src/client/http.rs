@@ -47,6 +47,8 @@ struct HttpSender {
     /// The session's GET stream, ended on close (a server keeps a session whose stream is open).
     get_stream: Mutex<Option<tokio::task::AbortHandle>>,
     core: Weak<Core>,
+    /// Sees each exchange's head (`ClientOptions::http_tracer`).
+    http_tracer: Option<super::HttpTracer>,
 }
 
 /// Wires an HTTP endpoint to `core`.
@@ -72,6 +74,7 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
         inflight: Mutex::new(HashMap::new()),
         get_stream: Mutex::new(None),
         core: Arc::downgrade(core),
+        http_tracer: core.options.http_tracer.clone(),
     });
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
     core.set_sender(Arc::new(sender));
@@ -113,6 +116,22 @@ fn header_value(value: &str) -> String {
     }
 }
 
+/// Headers as a tracer sees them: secrets replaced by `(hidden)`.
+fn shown_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    const SECRET: [&str; 5] = ["authorization", "proxy-authorization", "dpop", "cookie", "set-cookie"];
+    headers
+        .iter()
+        .map(|(k, v)| {
+            let value = if SECRET.contains(&k.as_str()) {
+                "(hidden)".to_owned()
+            } else {
+                String::from_utf8_lossy(v.as_bytes()).into_owned()
+            };
+            (k.as_str().to_owned(), value)
+        })
+        .collect()
+}
+
 impl HttpSender {
     /// Sends a request, with credentials when there is an authorizer: a `401`, or a `403` for
     /// want of scope, goes to it, and the request is sent again when it has new credentials.
@@ -131,7 +150,18 @@ impl HttpSender {
             let mut headers = extra.to_vec();
             headers.extend(credentials.headers.iter().cloned());
             let request = self.build(method.clone(), uri, message, &headers);
+            let sent = self.http_tracer.as_ref().map(|_| shown_headers(request.headers()));
             let response = self.client.request(request).await.map_err(|e| SendFailure::Transport(why(&e)))?;
+            if let (Some(trace), Some(sent)) = (&self.http_tracer, sent) {
+                trace(&super::HttpExchange {
+                    method: method.to_string(),
+                    url: uri.to_string(),
+                    message: message.cloned(),
+                    status: response.status().as_u16(),
+                    request_headers: sent,
+                    response_headers: shown_headers(response.headers()),
+                });
+            }
             let status = response.status();
             let Some(auth) = &self.auth else { return Ok(response) };
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {

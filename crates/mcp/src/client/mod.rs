@@ -68,6 +68,28 @@ pub type NotificationFn = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 /// Watches every message both ways (for `--trace`).
 pub type Tracer = Arc<dyn Fn(Direction, &Value) + Send + Sync>;
 
+/// One HTTP request and its answer's head, for tools that show the wire (the inspector). Secret
+/// headers (`Authorization`, `Proxy-Authorization`, `DPoP`, cookies) are replaced by
+/// `(hidden)`.
+#[derive(Debug, Clone)]
+pub struct HttpExchange {
+    /// `POST`, `GET`, `DELETE`.
+    pub method: String,
+    /// The URL.
+    pub url: String,
+    /// The JSON-RPC message sent, if any (its `id` and `method` tie the exchange to it).
+    pub message: Option<Value>,
+    /// The answer's status.
+    pub status: u16,
+    /// The headers sent.
+    pub request_headers: Vec<(String, String)>,
+    /// The headers received.
+    pub response_headers: Vec<(String, String)>,
+}
+
+/// Watches every HTTP exchange of an HTTP connection.
+pub type HttpTracer = Arc<dyn Fn(&HttpExchange) + Send + Sync>;
+
 /// Connection settings.
 #[derive(Clone)]
 pub struct ClientOptions {
@@ -83,6 +105,8 @@ pub struct ClientOptions {
     pub headers: Vec<(String, String)>,
     /// Sees every message.
     pub tracer: Option<Tracer>,
+    /// Sees every HTTP request and its answer's status and headers (HTTP connections).
+    pub http_tracer: Option<HttpTracer>,
     /// Skip the `server/discover` probe and speak the legacy handshake directly.
     pub legacy_only: bool,
     /// The server's era as remembered from an earlier connection, if any.
@@ -128,6 +152,7 @@ impl Default for ClientOptions {
             max_timeout: Duration::from_secs(600),
             headers: Vec::new(),
             tracer: None,
+            http_tracer: None,
             legacy_only: false,
             known_era: None,
             tasks: true,

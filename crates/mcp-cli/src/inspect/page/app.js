@@ -516,7 +516,12 @@ $("traffic-export").href = `/api/traffic.jsonl?token=${encodeURIComponent(TOKEN)
 $("traffic-filter").addEventListener("input", renderTraffic);
 $("traffic-direction").addEventListener("change", renderTraffic);
 
-function summary(message) {
+function summary(event) {
+  if (event.kind === "http") {
+    const what = event.rpcMethod ? ` · ${event.rpcMethod}${event.id !== null && event.id !== undefined ? ` #${event.id}` : ""}` : event.id !== null && event.id !== undefined ? ` · #${event.id}` : "";
+    return `HTTP ${event.method} ${event.status}${what}`;
+  }
+  const message = event.message;
   if (message.truncated) return `(${message.bytes} bytes, cut)`;
   if (message.method) return `${message.method}${message.id !== undefined ? ` #${message.id}` : ""}`;
   if (message.error) return `error #${message.id}: ${message.error.message}`;
@@ -527,7 +532,7 @@ function trafficMatches(event) {
   const direction = $("traffic-direction").value;
   const filter = $("traffic-filter").value.toLowerCase();
   if (direction && event.dir !== direction) return false;
-  return !filter || JSON.stringify(event.message).toLowerCase().includes(filter);
+  return !filter || JSON.stringify(event.kind === "http" ? event : event.message).toLowerCase().includes(filter);
 }
 
 function trafficRow(event) {
@@ -536,8 +541,8 @@ function trafficRow(event) {
     { "data-seq": event.seq, class: "traffic-row" },
     el("td", { text: String(event.seq) }),
     el("td", { text: event.at.toFixed(1) }),
-    el("td", { class: `dir-${event.dir}`, text: event.dir === "out" ? "→" : "←" }),
-    el("td", { text: summary(event.message) }),
+    el("td", { class: `dir-${event.dir}`, text: { out: "→", in: "←", http: "⇄" }[event.dir] }),
+    el("td", { text: summary(event) }),
   );
   row.addEventListener("click", () => showMessage(event, row));
   return row;
@@ -563,6 +568,15 @@ function showMessage(event, row) {
   for (const r of document.querySelectorAll("#traffic tr.selected")) r.classList.remove("selected");
   row.classList.add("selected");
   const box = $("traffic-detail");
+  if (event.kind === "http") {
+    const headers = (list) => el("table", { class: "headers" }, ...(list || []).map(([k, v]) => el("tr", {}, el("th", { text: k }), el("td", { text: v }))));
+    box.replaceChildren(
+      el("h3", { text: `HTTP ${event.method} ${event.url}: ${event.status}, at ${event.at.toFixed(1)} ms` }),
+      el("h4", { text: "sent" }), headers(event.requestHeaders),
+      el("h4", { text: "received" }), headers(event.responseHeaders),
+    );
+    return;
+  }
   box.replaceChildren(el("h3", { text: `${event.dir === "out" ? "sent" : "received"} at ${event.at.toFixed(1)} ms` }), pre(event.message));
   const m = event.message;
   if (event.dir === "out" && m.method && m.id !== undefined) {
@@ -760,6 +774,7 @@ function showQuestion(event) {
 function onEvent(event) {
   switch (event.kind) {
     case "traffic":
+    case "http":
       addTraffic(event);
       break;
     case "notification":
