@@ -20,6 +20,6 @@ chromium=${CHROMIUM:-$(command -v chromium || true)}
 cargo build --locked -q -p mcp-stack-cli -p mcp-example -p paypedia -p mcp-server-conformance \
     --features paypedia/tls,paypedia/auth,paypedia/redis,paypedia/sqlite
 status=0
-timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example "$chromium" || status=1
-MCP_INSPECT_LEGACY=1 timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example "$chromium" || status=1
+timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example ./target/debug/mcp-server-conformance "$chromium" || status=1
+MCP_INSPECT_LEGACY=1 timeout 300 "$venv/bin/python" tests/browser/inspector.py ./target/debug/mcp ./target/debug/mcp-example ./target/debug/mcp-server-conformance "$chromium" || status=1
 exit $status

@@ -7,7 +7,11 @@ a replayed call, a subscription's update, a `ui://` app rendered in its sandboxe
 calling a tool through the bridge; and that a request without the token, with a foreign Host, or
 from a cross-origin page is refused.
 
-    python tests/browser/inspector.py MCP_BINARY EXAMPLE_BINARY [CHROMIUM]
+    python tests/browser/inspector.py MCP EXAMPLE CONFORMANCE_SERVER [CHROMIUM]
+
+The second half runs against mcp-server-conformance, for what mcp-example does not do: a
+sampling request answered on the page, the log stream, audio, embedded resources, a tool error,
+and elicitation forms with defaults and every kind of enum.
 """
 
 import http.server
@@ -23,8 +27,8 @@ import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
-MCP, EXAMPLE = sys.argv[1], sys.argv[2]
-CHROMIUM = sys.argv[3] if len(sys.argv) > 3 else "/usr/bin/chromium"
+MCP, EXAMPLE, CONFORMANCE = sys.argv[1], sys.argv[2], sys.argv[3]
+CHROMIUM = sys.argv[4] if len(sys.argv) > 4 else "/usr/bin/chromium"
 # MCP_INSPECT_LEGACY=1: the same checks with the legacy handshake (initialize, resources/subscribe).
 LEGACY = os.environ.get("MCP_INSPECT_LEGACY") == "1"
 failures = []
@@ -39,9 +43,9 @@ def check(name, fn):
         print(f"FAIL  {name}: {type(e).__name__}: {e}", flush=True)
 
 
-def start_inspector():
+def start_inspector(server):
     proc = subprocess.Popen(
-        [MCP, "inspect", "--no-open", *(["--legacy"] if LEGACY else []), "--", EXAMPLE],
+        [MCP, "inspect", "--no-open", *(["--legacy"] if LEGACY else []), "--", server],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -63,7 +67,7 @@ def status_of(url, headers=None, data=None):
         return e.code, e.read().decode()
 
 
-proc, URL = start_inspector()
+proc, URL = start_inspector(EXAMPLE)
 BASE, TOKEN = URL.split("/?token=")
 PORT = int(BASE.rsplit(":", 1)[1])
 
@@ -330,6 +334,19 @@ with sync_playwright() as pw:
 
     check("a ui:// app renders in a sandboxed frame and calls a tool through the bridge", app_in_frame)
 
+    def prompt_completed():
+        page.click('#tabs button[data-tab="prompts"]')
+        page.click('#prompts-list li[data-prompt="greet"]')
+        page.fill('#prompt-detail input[name="name"]', "A")
+        until(page, "() => document.querySelectorAll('#prompt-complete-name option').length === 2")
+        values = page.evaluate("() => [...document.querySelectorAll('#prompt-complete-name option')].map(o => o.value)")
+        assert values == ["Ada", "Alan"], values
+        page.fill('#prompt-detail input[name="name"]', "Ada")
+        page.click("#prompt-detail button:has-text('Get')")
+        expect(page.locator("#prompt-result")).to_contain_text("greeting for Ada")
+
+    check("a prompt's argument is completed by the server, and the prompt rendered", prompt_completed)
+
     def cross_origin_page():
         marker = "cross-origin-attack"
         other = browser.new_page()
@@ -351,12 +368,107 @@ with sync_playwright() as pw:
     check("the page ran without script errors", lambda: (_ for _ in ()).throw(AssertionError(errors)) if errors else None)
     browser.close()
 
-os.killpg(proc.pid, signal.SIGINT)
-try:
-    proc.wait(timeout=10)
-except subprocess.TimeoutExpired:
-    os.killpg(proc.pid, signal.SIGKILL)
-    failures.append("mcp inspect did not stop on Ctrl-C")
+def stop(proc):
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        failures.append("mcp inspect did not stop on Ctrl-C")
+
+
+stop(proc)
 hostile.shutdown()
+
+# ---- the conformance server: sampling, logs, audio, embedded resources, errors, enums --------
+
+proc, URL = start_inspector(CONFORMANCE)
+with sync_playwright() as pw:
+    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+    page = browser.new_page()
+    page.set_default_timeout(15000)
+    page.goto(URL)
+    expect(page.locator("#server-name")).to_contain_text("conformance")
+
+    def open_tool(name):
+        page.click('#tabs button[data-tab="tools"]')
+        page.click(f'#tools-list li[data-tool="{name}"]')
+        expect(page.locator("#tool-detail h2")).to_have_text(name)
+
+    def sampling_answered():
+        open_tool("test_sampling")
+        page.fill('#tool-form input[name="prompt"]', "Say hello")
+        page.click("#tool-call")
+        question = page.locator('.question[data-question="sampling"]')
+        expect(question).to_contain_text("Say hello")
+        question.locator("textarea.sampling-reply").fill("hello from a person")
+        question.locator("button:has-text('Send as the model')").click()
+        expect(page.locator("#tool-result")).to_contain_text("LLM response: hello from a person")
+
+    check("a sampling request is answered from the page, as the model", sampling_answered)
+
+    def log_stream():
+        open_tool("test_tool_with_logging")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result")).to_contain_text("executed successfully")
+        page.click('#tabs button[data-tab="log"]')
+        expect(page.locator("#log")).to_contain_text("Tool execution started")
+        expect(page.locator("#log")).to_contain_text("Tool execution completed")
+
+    check("the server's log messages stream to the log tab", log_stream)
+
+    def audio_and_embedded():
+        open_tool("test_audio_content")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result audio")).to_have_count(1)
+        open_tool("test_embedded_resource")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result .block-resource")).to_contain_text("test://embedded-resource")
+
+    check("audio and embedded resources are shown by type", audio_and_embedded)
+
+    def tool_error():
+        open_tool("test_error_handling")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result")).to_contain_text("isError: true")
+        expect(page.locator("#tool-result")).to_contain_text("intentionally returns an error")
+
+    check("a tool error (isError) is shown as one", tool_error)
+
+    def defaults_form():
+        open_tool("test_elicitation_sep1034_defaults")
+        page.click("#tool-call")
+        question = page.locator('.question[data-question="elicitation"]')
+        expect(question.locator('input[name="name"]')).to_have_value("John Doe")
+        expect(question.locator('input[name="age"]')).to_have_value("30")
+        assert question.locator('input[name="verified"]').is_checked()
+        question.locator('input[name="age"]').fill("31")
+        question.locator(".elicitation-accept").click()
+        result = page.locator("#tool-result")
+        expect(result).to_contain_text("action=accept")
+        expect(result).to_contain_text('"age":31')
+        expect(result).to_contain_text('"status":"active"')
+
+    check("an elicitation form starts from the schema's defaults", defaults_form)
+
+    def enums_form():
+        open_tool("test_elicitation_sep1330_enums")
+        page.click("#tool-call")
+        question = page.locator('.question[data-question="elicitation"]')
+        question.locator('select[name="titledSingle"]').select_option(label="Second Option")
+        question.locator('select[name="legacyEnum"]').select_option(label="Option Three")
+        question.locator('select[name="untitledSingle"]').select_option(label="option1")
+        question.locator('input[name="titledMulti[]"][value=\'"value1"\']').check()
+        question.locator('input[name="titledMulti[]"][value=\'"value3"\']').check()
+        question.locator('input[name="untitledMulti[]"][value=\'"option2"\']').check()
+        question.locator(".elicitation-accept").click()
+        result = page.locator("#tool-result")
+        expect(result).to_contain_text('"titledSingle":"value2"')
+        expect(result).to_contain_text('"legacyEnum":"opt3"')
+        expect(result).to_contain_text('"titledMulti":["value1","value3"]')
+
+    check("enum forms: titled and untitled, single and multiple, legacy enumNames", enums_form)
+    browser.close()
+stop(proc)
 print(f"{'FAILED' if failures else 'ok'}: {len(failures)} failed", flush=True)
 sys.exit(1 if failures else 0)

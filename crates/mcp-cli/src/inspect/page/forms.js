@@ -30,8 +30,19 @@ const Forms = (() => {
     return schema || {};
   }
 
+  // The choices of an enum: `enum` (with `enumNames`), or a oneOf/anyOf of titled consts.
+  function choices(schema) {
+    if (Array.isArray(schema.enum)) return schema.enum.map((v, i) => ({ value: v, title: (schema.enumNames || [])[i] || String(v) }));
+    const variants = schema.oneOf || schema.anyOf;
+    if (Array.isArray(variants) && variants.length && variants.every((v) => v && v.const !== undefined)) {
+      return variants.map((v) => ({ value: v.const, title: v.title || String(v.const) }));
+    }
+    return null;
+  }
+
   function typeOf(schema) {
-    if (Array.isArray(schema.enum)) return "enum";
+    if (choices(schema)) return "enum";
+    if (schema.type === "array" && schema.items && choices(schema.items)) return "multi";
     if (schema.const !== undefined) return "const";
     if (Array.isArray(schema.oneOf) || Array.isArray(schema.anyOf)) return "choice";
     let t = schema.type;
@@ -85,11 +96,25 @@ const Forms = (() => {
       }
       case "enum": {
         const select = el("select", { name: path }, el("option", { value: "", text: required ? "— choose —" : "— none —" }));
-        const names = schema.enumNames || [];
-        schema.enum.forEach((v, i) => select.append(el("option", { value: JSON.stringify(v), text: names[i] || String(v) })));
+        for (const c of choices(schema)) select.append(el("option", { value: JSON.stringify(c.value), text: c.title }));
         if (has(schema.default)) select.value = JSON.stringify(schema.default);
         wrap.append(el("label", {}, label(name, schema, required), select), help(schema));
         return { node: wrap, read: () => (select.value === "" ? undefined : JSON.parse(select.value)) };
+      }
+      case "multi": {
+        const boxes = choices(resolve(schema.items, root)).map((c) => {
+          const box = el("input", { type: "checkbox", name: `${path}[]`, value: JSON.stringify(c.value) });
+          box.checked = Array.isArray(schema.default) && schema.default.some((d) => JSON.stringify(d) === JSON.stringify(c.value));
+          return { box, node: el("label", { class: "inline" }, box, c.title) };
+        });
+        wrap.append(el("fieldset", {}, el("legend", {}, label(name, schema, required)), help(schema), ...boxes.map((b) => b.node)));
+        return {
+          node: wrap,
+          read: () => {
+            const picked = boxes.filter((b) => b.box.checked).map((b) => JSON.parse(b.box.value));
+            return picked.length === 0 && !required ? undefined : picked;
+          },
+        };
       }
       case "const":
         wrap.append(el("div", { class: "const", text: `${name} = ${JSON.stringify(schema.const)}` }));
