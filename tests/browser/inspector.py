@@ -414,6 +414,16 @@ with sync_playwright() as pw:
         page.click('#tabs button[data-tab="log"]')
         expect(page.locator("#log")).to_contain_text("Tool execution started")
         expect(page.locator("#log")).to_contain_text("Tool execution completed")
+        # From warning up, the info messages stop.
+        page.select_option("#log-level", "warning")
+        expect(page.locator("#log")).to_contain_text("log level: warning")
+        page.click("#log-clear")
+        open_tool("test_tool_with_logging")
+        page.click("#tool-call")
+        expect(page.locator("#tool-result")).to_contain_text("executed successfully")
+        page.click('#tabs button[data-tab="log"]')
+        time.sleep(0.3)
+        assert "Tool execution started" not in page.inner_text("#log"), page.inner_text("#log")
 
     check("the server's log messages stream to the log tab", log_stream)
 

@@ -338,6 +338,18 @@ impl Session {
         }
     }
 
+    /// The level from which the server's log messages come: `logging/setLevel` on a legacy
+    /// connection; on a 2026-07-28 one the level rides in each request's `_meta`, so the
+    /// connection is made again with it.
+    pub async fn set_log_level(self: &Arc<Session>, level: mcp::types::logging::LoggingLevel) -> Result<(), String> {
+        self.options.lock().unwrap().log_level = Some(level);
+        let client = self.client().await?;
+        if client.description().modern {
+            return self.connect().await.map(|_| ());
+        }
+        client.request("logging/setLevel", json!({"level": level})).await.map(|_| ()).map_err(|e| e.to_string())
+    }
+
     /// Replaces the roots offered to the server, and tells it they changed.
     pub async fn set_roots(&self, roots: Vec<Root>) -> Result<(), String> {
         *self.roots.lock().unwrap() = roots;

@@ -219,6 +219,16 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             }
             None => refused(StatusCode::BAD_REQUEST, "a stdio server has no authorization"),
         },
+        "log-level" => match serde_json::from_value(body.get("level").cloned().unwrap_or_default()) {
+            Ok(level) => json_reply(match session.set_log_level(level).await {
+                Ok(()) => json!({"ok": true}),
+                Err(e) => json!({"error": e}),
+            }),
+            Err(_) => refused(
+                StatusCode::BAD_REQUEST,
+                "level: debug, info, notice, warning, error, critical, alert or emergency",
+            ),
+        },
         "cancel" => json_reply(json!({"cancelled": session.cancel(&text("call"))})),
         "answer" => {
             let Some(id) = body.get("id").and_then(Value::as_u64) else {

@@ -495,8 +495,9 @@ function showPrompt(prompt) {
 // ---- logging --------------------------------------------------------------------------------
 
 $("log-level").addEventListener("change", async (e) => {
-  const answer = await request("logging/setLevel", { level: e.target.value });
-  if (answer.error) showError(new Error(answer.error.message));
+  const answer = await api("/api/log-level", { level: e.target.value });
+  if (answer.error) showError(new Error(answer.error));
+  else logLine(`log level: ${e.target.value} and up`, "change");
 });
 $("log-clear").addEventListener("click", () => {
   $("log").replaceChildren();
