@@ -215,13 +215,17 @@ fn router() -> Router {
         )
         .resource_template("example://greeting/{name}", "greeting", greeting)
         .prompt("greet", "Asks the model for a short greeting of someone.", greet)
-        .complete_prompt_argument("greet", "name", |typed: &str, _: &_| {
-            ["Ada", "Alan", "Grace", "Linus"]
-                .iter()
-                .filter(|n| n.to_lowercase().starts_with(&typed.to_lowercase()))
-                .map(|n| n.to_string())
-                .collect()
-        })
+        .complete_prompt_argument("greet", "name", |typed: &str, _: &_| names_starting(typed))
+        .complete_resource_argument("example://greeting/{name}", "name", |typed: &str, _: &_| names_starting(typed))
+}
+
+/// The names completion offers for `typed` (the greet prompt's and the greeting template's).
+fn names_starting(typed: &str) -> Vec<String> {
+    ["Ada", "Alan", "Grace", "Linus"]
+        .iter()
+        .filter(|n| n.to_lowercase().starts_with(&typed.to_lowercase()))
+        .map(|n| n.to_string())
+        .collect()
 }
 
 /// A tool's `_meta` naming the `ui://` page that shows its results.
