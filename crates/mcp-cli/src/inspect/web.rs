@@ -24,6 +24,8 @@ const FORMS: &str = include_str!("page/forms.js");
 const STYLE: &str = include_str!("page/app.css");
 /// The largest request body the API takes (a tool's arguments, an app's HTML).
 const BODY_CAP: usize = 8 * 1024 * 1024;
+/// App frames handed out and not loaded yet, at most.
+const FRAMES_CAP: usize = 64;
 /// The page's own policy: nothing from elsewhere, frames only from here, nobody frames it.
 const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; media-src 'self' data:; \
     script-src 'self'; style-src 'self'; connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; \
@@ -256,7 +258,12 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
         "frame" => {
             let id = super::random_hex(16);
             let csp = app_csp(body.get("csp").unwrap_or(&Value::Null), guard);
-            session.frames.lock().unwrap().insert(id.clone(), (text("html"), csp));
+            let mut frames = session.frames.lock().unwrap();
+            if frames.len() >= FRAMES_CAP {
+                frames.clear(); // frames are loaded at once; a pile of unloaded ones is abandoned
+            }
+            frames.insert(id.clone(), (text("html"), csp));
+            drop(frames);
             json_reply(json!({"url": format!("/frame/{id}?token={}", guard.token)}))
         }
         _ => refused(StatusCode::NOT_FOUND, "no such API"),
