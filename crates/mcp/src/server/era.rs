@@ -38,8 +38,17 @@ const LEGACY_ONLY: &[&str] = &[
 /// Methods that exist only from 2026-07-28 on.
 const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/update"];
 /// Methods whose complete results carry `ttlMs` and `cacheScope` (2026-07-28).
-const CACHEABLE: &[&str] =
-    &["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+const CACHEABLE: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "skills/list",
+    "skills/get",
+    "resources/directory/read",
+];
 
 /// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
 /// text until typed, so a huge one is never a tree).

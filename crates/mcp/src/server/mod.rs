@@ -33,6 +33,7 @@ mod registry;
 mod resource;
 pub mod schema;
 pub mod scopes;
+pub mod skills;
 pub(crate) mod state;
 pub mod tasks;
 pub(crate) mod tool;
@@ -55,6 +56,7 @@ pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
+pub use skills::Skill;
 pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
 
 pub use crate::error::ToolError;
@@ -95,6 +97,8 @@ pub(crate) struct Inner {
     pub completer: OnceLock<CompletionForwarder>,
     /// Answers `tasks/*` instead of this router's tasks (a gateway's).
     pub task_forwarder: OnceLock<TaskForwarder>,
+    /// The skills served (SEP-2640).
+    pub skills: RwLock<skills::Skills>,
 }
 
 /// What [`Router::forward_tasks`] is given: the method, its params, the request's context.
@@ -179,6 +183,7 @@ impl Router {
                 on_subscribe: OnceLock::new(),
                 completer: OnceLock::new(),
                 task_forwarder: OnceLock::new(),
+                skills: RwLock::new(Default::default()),
             }),
         }
     }
@@ -607,6 +612,11 @@ impl Router {
             let mut extensions = mcp_types::JsonObject::new();
             extensions.insert(mcp_types::tasks::EXTENSION_ID.into(), serde_json::json!({}));
             caps.extensions = Some(extensions);
+        }
+        if self.serves_skills() {
+            caps.extensions
+                .get_or_insert_with(Default::default)
+                .insert(mcp_types::skills::EXTENSION_ID.into(), serde_json::json!({"directoryRead": true}));
         }
         caps
     }
