@@ -64,6 +64,17 @@ impl OAuthEntry {
 }
 
 impl Target {
+    /// The server as a person names it: its command line, or its URL.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Stdio(command) => std::iter::once(command.program.as_str())
+                .chain(command.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Target::Http(url, ..) => url.clone(),
+        }
+    }
+
     /// Connects, to `early` if it is the process this target names (else `early` is ended).
     pub async fn connect(
         &self,

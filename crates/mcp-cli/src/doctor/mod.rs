@@ -134,7 +134,7 @@ pub struct Patient {
 
 /// Runs every check and returns the report.
 pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
-    let mut report = Report { target: describe(&patient.target), ..Report::default() };
+    let mut report = Report { target: patient.target.describe(), ..Report::default() };
     match &patient.target {
         Target::Stdio(command) => stdio::probe(command, patient.timeout, args.slow_start, &mut report).await,
         Target::Http(url, headers, _) => {
@@ -199,16 +199,6 @@ async fn connect(patient: &Patient) -> Result<Client, mcp::Error> {
             Client::connect_stdio(command, options).await
         }
         Target::Http(url, ..) => Client::connect_http(url, options).await,
-    }
-}
-
-fn describe(target: &Target) -> String {
-    match target {
-        Target::Stdio(command) => std::iter::once(command.program.as_str())
-            .chain(command.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Target::Http(url, ..) => url.clone(),
     }
 }
 

@@ -79,7 +79,7 @@ pub async fn run(setup: Setup, args: &InspectArgs) -> Result<(), String> {
     }
     eprintln!("mcp inspect: open {url} (Ctrl-C stops the inspector and the server)");
     if !args.no_open {
-        open_browser(&url);
+        mcp::client::auth::open_browser(&url);
     }
     let served = tokio::spawn(web::serve(listener, guard, session.clone()));
     // Connecting comes after the page is up: an authorization in a browser may take a while,
@@ -94,21 +94,6 @@ pub async fn run(setup: Setup, args: &InspectArgs) -> Result<(), String> {
     served.abort();
     session.close().await;
     Ok(())
-}
-
-/// Opens the URL in the desktop's browser, if there is one (a failure is only a missed
-/// convenience: the URL is printed).
-fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-    let spawned = std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    if let Ok(mut child) = spawned {
-        std::thread::spawn(move || child.wait());
-    }
 }
 
 /// `n` random bytes as hex.

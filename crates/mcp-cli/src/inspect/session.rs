@@ -143,7 +143,7 @@ impl Session {
             old.close().await;
         }
         let options = self.client_options();
-        self.record("status", json!({"text": format!("connecting to {}", describe(&self.target))}));
+        self.record("status", json!({"text": format!("connecting to {}", self.target.describe())}));
         let started = Instant::now();
         match self.target.connect(options, None).await {
             Ok(client) => {
@@ -270,7 +270,7 @@ impl Session {
         let d = client.description();
         let discover = if d.modern { client.request("server/discover", json!({})).await.ok() } else { None };
         Ok(json!({
-            "target": describe(&self.target),
+            "target": self.target.describe(),
             "transport": match self.target { Target::Stdio(_) => "stdio", Target::Http(..) => "http" },
             "era": if d.modern { "2026-07-28 (stateless)" } else { "legacy (initialize)" },
             "protocolVersion": d.protocol_version,
@@ -432,17 +432,6 @@ fn capped(message: &Value) -> Value {
         end -= 1;
     }
     json!({"truncated": true, "bytes": text.len(), "start": &text[..end]})
-}
-
-/// The server as a person names it.
-pub fn describe(target: &Target) -> String {
-    match target {
-        Target::Stdio(command) => std::iter::once(command.program.as_str())
-            .chain(command.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
-        Target::Http(url, ..) => url.clone(),
-    }
 }
 
 /// Seconds since the epoch, for names of exported files.

@@ -163,7 +163,7 @@ impl Redirect for Loopback {
 
 /// Opens `url` in the user's browser when there is a terminal to come back to: the program is
 /// started directly, with the URL as its one argument (no shell reads it).
-fn open_browser(url: &str) {
+pub fn open_browser(url: &str) {
     use std::io::IsTerminal as _;
     if !std::io::stderr().is_terminal() || !(url.starts_with("https://") || url.starts_with("http://")) {
         return;

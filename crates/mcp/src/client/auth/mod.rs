@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 
-pub use agent::{Browser, Callback, Headless, Redirect, UserAgent};
+pub use agent::{open_browser, Browser, Callback, Headless, Redirect, UserAgent};
 pub use challenge::Challenge;
 pub use keys::{DpopKey, SigningKey};
 pub use session::{LoginSummary, OAuth};
