@@ -3,13 +3,16 @@
 //! the median round trip of one `echo` call at a time through each path, the latency each adds,
 //! and pipelined calls per second through the gateway against the server alone.
 //!
-//! - stdio: the server itself; `mcp gateway` (stdio, names kept) in front of it; `mcp bridge
-//!   --url` and `mcp-remote` in front of `mcp-example --http`.
+//! - stdio: the server itself; `mcp gateway` (stdio, names kept) in front of it; `relay-floor`
+//!   in front of it (one more process and two more pipes and nothing else: the least any stdio
+//!   gateway can add, copying bytes or, with `--parse`, parsing and writing each message);
+//!   `mcp bridge --url` and `mcp-remote` in front of `mcp-example --http`.
 //! - HTTP (a legacy session): `mcp-example --http`; `mcp bridge --http -- mcp-example`;
 //!   `supergateway --stdio mcp-example`.
 //!
-//! Target: the gateway adds under 50 µs p50 per call on a stdio upstream. Exits 1 when missed
-//! (with `--no-fail`, always 0).
+//! Target: the gateway adds under 50 µs p50 per call on a stdio upstream. It also prints what
+//! the gateway adds beyond the relay floors, which is its own cost. Exits 1 when the target is
+//! missed (with `--no-fail`, always 0).
 //!
 //! Run: `cargo build --profile dist -p mcp-stack-cli -p mcp-example -p mcp-bench && target/dist/bench-gateway`
 
@@ -241,6 +244,7 @@ fn main() {
     let no_fail = std::env::args().any(|a| a == "--no-fail");
     let mcp = sibling_binary("mcp");
     let example = sibling_binary("mcp-example");
+    let relay = sibling_binary("relay-floor");
     let config = gateway_config(&example);
     let remote_server = HttpProcess::start(&example, &["--http", "{addr}"]);
     let remote_url = format!("http://127.0.0.1:{}/mcp", remote_server.port);
@@ -252,9 +256,12 @@ fn main() {
         args: args.iter().map(|a| a.to_string()).collect(),
     };
     let config_arg = config.to_string_lossy().into_owned();
+    let example_arg = example.to_string_lossy().into_owned();
     let mut stdio_paths = vec![
         s("mcp-example (stdio, the floor)", &example, &[]),
         s("mcp gateway (stdio) -> mcp-example", &mcp, &["--config", &config_arg, "gateway"]),
+        s("relay floor (bytes) -> mcp-example", &relay, &["--", &example_arg]),
+        s("relay floor (parsed) -> mcp-example", &relay, &["--parse", "--", &example_arg]),
         s("mcp bridge --url -> mcp-example --http", &mcp, &["bridge", "--url", &remote_url]),
     ];
     if let Some((remote, _)) = &peers {
@@ -269,6 +276,11 @@ fn main() {
     let added = micros(latencies[1]) - micros(floor);
     let ok = added < 50.0;
     println!("  the gateway adds {added:.1} µs p50 per call (target < 50 µs): {}", if ok { "met" } else { "NOT met" });
+    let (bytes, parsed) = (micros(latencies[2]) - micros(floor), micros(latencies[3]) - micros(floor));
+    println!(
+        "  a relay of bytes adds {bytes:.1} µs, a parsing relay {parsed:.1} µs: the gateway's own cost is {:.1} µs beyond the parsing relay",
+        added - parsed
+    );
 
     let direct = stdio_throughput(&stdio_paths[0], 20_000);
     let through = stdio_throughput(&stdio_paths[1], 20_000);

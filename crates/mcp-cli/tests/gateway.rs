@@ -5,7 +5,6 @@
 //! the bridge in both directions.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,80 +14,11 @@ use mcp::types::elicitation::{ElicitAction, ElicitParams, ElicitResult};
 use serde_json::{json, Value};
 
 mod common;
+use common::gateway::Gateway;
 use common::oidc::http;
 use common::{example, mcp, paypedia, running, unique_sleep};
 
 const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
-
-/// A gateway serving `servers` (an `mcpServers` object) on a free port, killed when dropped.
-struct Gateway {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Gateway {
-    fn start(servers: Value) -> Gateway {
-        Gateway::try_start(servers).unwrap_or_else(|e| panic!("the gateway did not start: {e}"))
-    }
-
-    fn try_start(servers: Value) -> Result<Gateway, String> {
-        Gateway::try_start_with(servers, &[])
-    }
-
-    fn try_start_with(servers: Value, args: &[&str]) -> Result<Gateway, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("servers.json");
-        std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
-        let child = Command::new(mcp())
-            .arg("--config")
-            .arg(&config)
-            .args(["gateway", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Gateway::serving(child, dir)
-    }
-
-    /// Waits for "serving MCP on URL" on the child's stderr.
-    fn serving(mut child: Child, dir: tempfile::TempDir) -> Result<Gateway, String> {
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut seen = String::new();
-        for line in lines.by_ref().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("serving MCP on ") {
-                let url = url.trim().to_owned();
-                std::thread::spawn(move || {
-                    for line in lines.map_while(Result::ok) {
-                        eprintln!("gateway: {line}");
-                    }
-                });
-                return Ok(Gateway { child, url, _dir: dir });
-            }
-            seen.push_str(&line);
-            seen.push('\n');
-        }
-        let status = child.wait().unwrap();
-        Err(format!("{status}: {seen}"))
-    }
-
-    fn page(&self, path: &str) -> (u16, String) {
-        http("GET", &self.url.replace("/mcp", path), &[], "")
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn stdio(path: PathBuf) -> Value {
     json!({"command": path})
@@ -513,4 +443,79 @@ async fn a_bridged_server_that_restarts_is_reached_again_in_either_era() {
     }
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// POSTs a legacy-session `message` to `url`: the status, the session id it names, the body.
+fn legacy_post(url: &str, session: Option<&str>, message: Value) -> (u16, Option<String>, String) {
+    let mut headers = vec![("accept", "application/json, text/event-stream"), ("content-type", "application/json")];
+    if let Some(session) = session {
+        headers.extend([("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25")]);
+    }
+    let (status, head, body) = common::oidc::http_with_head("POST", url, &headers, &message.to_string());
+    let id = head.lines().find_map(|l| l.strip_prefix("mcp-session-id:")).map(|v| v.trim().to_owned());
+    (status, id, body)
+}
+
+/// Two gateways in front of mcp-example on one Redis, started with `args`.
+fn two_gateways(redis: &mcp::testing::RedisServer, args: &[&str]) -> (Gateway, Gateway) {
+    let store = redis.url();
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend(["--store", store.as_str()]);
+    let servers = json!({"ex": {"command": example()}});
+    let a = Gateway::try_start_with(servers.clone(), &args).unwrap_or_else(|e| panic!("gateway A: {e}"));
+    let b = Gateway::try_start_with(servers, &args).unwrap_or_else(|e| panic!("gateway B: {e}"));
+    (a, b)
+}
+
+#[test]
+fn a_session_begun_on_one_gateway_is_served_and_ended_by_another_on_the_same_redis() {
+    let redis = mcp::testing::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
+    let (a, b) = two_gateways(&redis, &[]);
+    // A session begun on A is served by B (its child there is B's own), and ended on B.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, session, body) = legacy_post(&a.url, None, init);
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(legacy_post(&a.url, Some(&session), initialized).0, 202);
+    let echo = |text: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ex__echo", "arguments": {"text": text}}});
+    let (status, _, body) = legacy_post(&b.url, Some(&session), echo("on B"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("on B"), "{body}");
+    let (status, _, body) = legacy_post(&a.url, Some(&session), echo("on A"));
+    assert!(status == 200 && body.contains("on A"), "{status} {body}");
+    let (status, _) =
+        http("DELETE", &b.url, &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-11-25")], "");
+    assert!(status == 200 || status == 204, "DELETE on B: {status}");
+    let (status, _, _) = legacy_post(&a.url, Some(&session), echo("gone"));
+    assert_eq!(status, 404, "a session ended on B is gone on A");
+}
+
+#[test]
+fn two_gateways_on_one_redis_count_one_rate_limit() {
+    let redis = mcp::testing::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
+    let (a, b) = two_gateways(&redis, &["--rate-limit", "0.2/s", "--rate-burst", "3"]);
+    let call = |url: &str, i: usize| {
+        let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "ex__echo", "arguments": {"text": "x"}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}});
+        let headers = [
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "ex__echo"),
+        ];
+        http("POST", url, &headers, &body.to_string())
+    };
+    for (i, url) in [&a.url, &b.url, &a.url].into_iter().enumerate() {
+        let (status, body) = call(url, i);
+        assert_eq!(status, 200, "call {i} within the burst: {body}");
+    }
+    let (status, body) = call(&b.url, 9);
+    assert_eq!(status, 429, "the fourth call on either gateway is over the shared burst of 3: {body}");
+    assert!(body.contains("Rate limit exceeded"), "{body}");
 }

@@ -2,7 +2,9 @@
 //! `paypedia`: `mcp login` with PKCE through a browser (curl with a cookie jar plays it) and
 //! dynamic registration, calls with the stored token, a refresh with rotation, two processes
 //! refreshing at once, `--stored-auth-only`, `client_credentials`, a token for another resource
-//! refused, key rotation followed without a restart, an opaque token through introspection.
+//! refused, key rotation followed without a restart, an opaque token through introspection;
+//! `mcp gateway` as a resource server (a scope per upstream and per tool) and reaching a
+//! protected upstream with the tokens `mcp login` stored.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -12,8 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::mcp;
-use common::oidc::{authorize_in_browser, free_port, http, setup, AuthServer, Protected};
+use common::gateway::Gateway;
+use common::oidc::{authorize_in_browser, free_port, http, http_with_head, setup, AuthServer, Protected};
+use common::{example, mcp};
 
 const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
 
@@ -366,4 +369,86 @@ fn two_bridges_started_at_once_make_one_authorization() {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// A 2026-07-28 `tools/call` of `tool` at `url` with a bearer `token` (none when empty):
+/// status, head, body.
+fn call_with_token(url: &str, token: &str, tool: &str, arguments: Value) -> (u16, String, String) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}}});
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    if !token.is_empty() {
+        headers.push(("authorization", bearer.as_str()));
+    }
+    http_with_head("POST", url, &headers, &body.to_string())
+}
+
+#[test]
+fn the_gateway_asks_a_scope_per_upstream_and_per_tool() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let auth = AuthServer::start(&["--resource", &format!("{url}=tools:use,tools:math")]);
+    let servers =
+        serde_json::json!({"ex": {"command": example(), "scopes": ["tools:use"], "toolScopes": {"sum": "tools:math"}}});
+    let gateway = Gateway::launch(servers, &format!("127.0.0.1:{port}"), &["--auth-issuer", &auth.issuer], &[])
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e}"));
+    assert_eq!(gateway.url, url);
+
+    // No token: 401 with a challenge pointing at the gateway's metadata.
+    let (status, head, _) = call_with_token(&url, "", "ex__echo", serde_json::json!({"text": "hi"}));
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("www-authenticate: bearer") && head.contains("resource_metadata="), "{head}");
+
+    // The upstream's scope: its tools, but not the one that needs one more.
+    let user = auth.machine_token("machine-basic", &url, "tools:use");
+    let (status, _, body) = call_with_token(&url, &user, "ex__echo", serde_json::json!({"text": "through"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("through") && !body.contains("\"isError\":true"), "{body}");
+    let (status, head, body) = call_with_token(&url, &user, "ex__sum", serde_json::json!({"a": 1, "b": 2}));
+    assert_eq!(status, 403, "{body}");
+    assert!(head.contains("error=\"insufficient_scope\"") && head.contains("tools:math"), "{head}");
+
+    // With both scopes the tool answers.
+    let both = auth.machine_token("machine-basic", &url, "tools:use tools:math");
+    let (status, _, body) = call_with_token(&url, &both, "ex__sum", serde_json::json!({"a": 1, "b": 2}));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("1 + 2 = 3"), "{body}");
+
+    // A token for another resource is no token for the gateway.
+    let other = AuthServer::start(&["--resource", "http://127.0.0.1:1/mcp=tools:use"]);
+    let foreign = other.machine_token("machine-basic", "http://127.0.0.1:1/mcp", "tools:use");
+    let (status, _, _) = call_with_token(&url, &foreign, "ex__echo", serde_json::json!({"text": "x"}));
+    assert_eq!(status, 401);
+}
+
+#[test]
+fn the_gateway_reaches_a_protected_upstream_with_the_tokens_mcp_login_stored() {
+    let (auth, server) = setup(&[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oauth.json");
+    let out = login(&store, &server.url, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(auth.tokens("authorization_code"), 1);
+
+    let servers = serde_json::json!({"pay": {"url": server.url}});
+    let store_path = store.to_str().unwrap();
+    let gateway = Gateway::launch(servers, "127.0.0.1:0", &[], &[("MCP_AUTH_FILE", store_path)])
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e}"));
+    // A caller of the gateway (no token of its own: the gateway is not protected here) reaches
+    // the protected upstream with the person's stored token; no new authorization is made.
+    let out = run(&store, &["--url", &gateway.url, "call", "pay__iban_check", &format!("input={IBAN}")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("VALID"), "{}", text(&out));
+    assert_eq!(auth.tokens("authorization_code"), 1, "the gateway made no authorization of its own");
+    drop(gateway);
 }

@@ -2,6 +2,7 @@
 //! the test authorization server.
 #![allow(dead_code)] // each test crate uses its own part
 
+pub mod gateway;
 pub mod oidc;
 
 use std::path::PathBuf;

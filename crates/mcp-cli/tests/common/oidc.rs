@@ -162,6 +162,13 @@ pub fn urlencode(text: &str) -> String {
 
 /// One plain HTTP/1.1 request to a loopback URL: the status and the body.
 pub fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let (status, _head, body) = http_with_head(method, url, headers, body);
+    (status, body)
+}
+
+/// One plain HTTP/1.1 request to a loopback URL: the status, the head in lower case (status line
+/// and header lines) and the body.
+pub fn http_with_head(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let rest = url.strip_prefix("http://").expect("a loopback http URL");
     let (authority, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
     let mut stream = TcpStream::connect(authority).unwrap();
@@ -180,9 +187,9 @@ pub fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> (u
     let text = String::from_utf8_lossy(&raw).into_owned();
     let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    let chunked =
-        text.split("\r\n\r\n").next().unwrap_or("").to_ascii_lowercase().contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(&body) } else { body })
+    let head = text.split("\r\n\r\n").next().unwrap_or("").to_ascii_lowercase();
+    let chunked = head.contains("transfer-encoding: chunked");
+    (status, head, if chunked { dechunk(&body) } else { body })
 }
 
 fn dechunk(mut body: &str) -> String {
