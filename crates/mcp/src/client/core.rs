@@ -91,12 +91,14 @@ pub(crate) struct Core {
     pub task_support: RwLock<HashMap<String, String>>,
     /// Task status notifications (`notifications/tasks/status`, `notifications/tasks`).
     pub task_events: tokio::sync::broadcast::Sender<Value>,
+    /// Results the server said stay fresh (`ttlMs`), and whose of them this connection reads.
+    cache: Arc<super::cache::ResultCache>,
+    cache_owner: RwLock<super::cache::Owner>,
 }
 
 impl Core {
     pub fn new(options: ClientOptions) -> Arc<Core> {
         Arc::new(Core {
-            options,
             header_params: RwLock::new(HashMap::new()),
             http: std::sync::atomic::AtomicBool::new(false),
             sender: RwLock::new(None),
@@ -107,7 +109,42 @@ impl Core {
             settled: tokio::sync::watch::Sender::new(Some(Ok(()))),
             task_support: RwLock::new(HashMap::new()),
             task_events: tokio::sync::broadcast::channel(64).0,
+            cache: options.cache.clone().unwrap_or_default(),
+            cache_owner: RwLock::new(super::cache::Owner::new("")),
+            options,
         })
+    }
+
+    /// Names the server for the cache: results it marks public are shared with other clients
+    /// of `server` that share this client's cache. Without it (stdio), nothing is shared.
+    pub fn set_cache_server(&self, server: &str) {
+        let mut owner = self.cache_owner.write().unwrap();
+        owner.server = server.into();
+    }
+
+    fn cache_owner(&self) -> super::cache::Owner {
+        let owner = self.cache_owner.read().unwrap().clone();
+        match owner.server.is_empty() {
+            true => super::cache::Owner { server: owner.connection.clone(), ..owner },
+            false => owner,
+        }
+    }
+
+    /// A request whose result the server may say stays fresh: answered from the cache while it
+    /// is, else sent and kept. `part` tells the results of `method` apart (a cursor, a URI).
+    pub async fn cached_request(self: &Arc<Self>, method: &str, part: &str, params: Value) -> Result<Value, Error> {
+        let owner = self.cache_owner();
+        if let Some(result) = self.cache.get(&owner, method, part) {
+            return Ok(result);
+        }
+        let result = self.request(method, params, None).await?;
+        self.cache.put(&owner, method, part, &result);
+        Ok(result)
+    }
+
+    /// Drops every cached result of `method`; `true` when there was one.
+    pub fn forget_cached(&self, method: &str) -> bool {
+        self.cache.forget(&self.cache_owner(), method, None)
     }
 
     pub fn set_sender(&self, sender: Arc<dyn Sender>) {
@@ -205,6 +242,9 @@ impl Core {
                 }
             }
             Ok(MessageKind::Notification { method, params }) => {
+                // What the notification makes stale goes before anyone is told of it, so a
+                // listing it prompts is fetched anew.
+                self.cache.on_notification(&self.cache_owner(), &method, params.map(|p| p.get()));
                 if let Some(notify) = &self.options.on_notification {
                     let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
                     notify(&method, &params);

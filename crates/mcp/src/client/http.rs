@@ -57,6 +57,7 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
     if !matches!(url.scheme_str(), Some("http" | "https")) {
         return Err(Error::protocol(format!("{url} is not an http:// or https:// URL")));
     }
+    core.set_cache_server(&url.to_string());
     let connector = Connector::new(&core.options.ca_files).map_err(Error::from)?;
     let client = HyperClient::builder(TokioExecutor::new()).build(connector.clone());
     let has_authorization = core.options.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));

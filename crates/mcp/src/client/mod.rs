@@ -16,6 +16,7 @@
 //! legacy connection and as `input_required` retries on a modern one.
 
 pub mod auth;
+pub mod cache;
 mod core;
 mod headers;
 pub(crate) mod http;
@@ -125,6 +126,10 @@ pub struct ClientOptions {
     /// Ask for log messages from this level up: in `_meta` on 2026-07-28 requests, with
     /// `logging/setLevel` after a legacy handshake (when the server declares logging).
     pub log_level: Option<mcp_types::logging::LoggingLevel>,
+    /// Where 2026-07-28 results that say they stay fresh (`ttlMs`) are kept: each client has
+    /// its own unless several are given one to share (only `cacheScope: "public"` results are
+    /// then shared, between clients of the same server URL).
+    pub cache: Option<Arc<cache::ResultCache>>,
 }
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
@@ -160,6 +165,7 @@ impl Default for ClientOptions {
             auth: None,
             on_notification: None,
             log_level: None,
+            cache: None,
         }
     }
 }
@@ -296,11 +302,25 @@ impl Client {
     }
 
     async fn all_pages<T: serde::de::DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, Error> {
+        match self.pages(method, field).await {
+            // A cursor the server no longer accepts: every cached page of the list goes, and
+            // the list is read again from the start.
+            Err(e)
+                if e.rpc().is_some_and(|r| r.code == mcp_types::jsonrpc::ErrorCode::INVALID_PARAMS)
+                    && self.core.forget_cached(method) =>
+            {
+                self.pages(method, field).await
+            }
+            outcome => outcome,
+        }
+    }
+
+    async fn pages<T: serde::de::DeserializeOwned>(&self, method: &str, field: &str) -> Result<Vec<T>, Error> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..1000 {
             let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            let page = self.request(method, params).await?;
+            let page = self.core.cached_request(method, cursor.as_deref().unwrap_or(""), params).await?;
             let list = page.get(field).cloned().unwrap_or(Value::Array(Vec::new()));
             let list: Vec<T> =
                 serde_json::from_value(list).map_err(|e| Error::protocol(format!("malformed {method} result: {e}")))?;
@@ -371,7 +391,8 @@ impl Client {
 
     /// Reads a resource.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.typed("resources/read", json!({"uri": uri})).await
+        let value = self.core.cached_request("resources/read", uri, json!({"uri": uri})).await?;
+        serde_json::from_value(value).map_err(|e| Error::protocol(format!("malformed resources/read result: {e}")))
     }
 
     /// Every prompt (all pages).

@@ -3,6 +3,7 @@
 
 mod auth;
 mod auth_keys;
+mod cache;
 mod client_rules;
 mod eras;
 mod http;
