@@ -148,6 +148,12 @@ enum Prepared {
     Answered(Part),
 }
 
+/// The names the model sees for every server's tools.
+fn names_of(servers: &[Arc<Server>]) -> Names {
+    let tools: Vec<(String, Vec<Tool>)> = servers.iter().map(|s| (s.entry.name.clone(), s.tools())).collect();
+    Names::build(tools.iter().flat_map(|(server, tools)| tools.iter().map(move |t| (server.as_str(), t.name.as_str()))))
+}
+
 /// A conversation with a model and the servers' tools.
 pub struct Host {
     provider: Arc<dyn Provider>,
@@ -175,9 +181,7 @@ impl Host {
         on_event: Arc<dyn Fn(Event) + Send + Sync>,
     ) -> Host {
         let servers: Vec<Arc<Server>> = servers.into_iter().map(Arc::new).collect();
-        let names = Names::build(
-            servers.iter().flat_map(|s| s.tools.iter().map(move |t| (s.entry.name.as_str(), t.name.as_str()))),
-        );
+        let names = names_of(&servers);
         for notice in &names.notices {
             on_event(Event::Notice(format!("renamed: {notice}")));
         }
@@ -240,7 +244,7 @@ impl Host {
             if !server.is_ready() || self.disabled.contains(&server.entry.name) {
                 continue;
             }
-            for tool in &server.tools {
+            for tool in &server.tools() {
                 let Some(name) = self.names.name_of(&server.entry.name, &tool.name) else { continue };
                 let description = tool.description.clone().unwrap_or_default();
                 let mut schema = Value::Object(tool.input_schema.clone());
@@ -336,12 +340,36 @@ impl Host {
         self.history.push(Message { role: Role::User, parts });
     }
 
+    /// Lists again the tools of servers that said theirs changed, so that the model's next
+    /// turn sees them; the names are given anew (and renames told).
+    async fn refresh_tools(&mut self) {
+        let mut changed = false;
+        for server in &self.servers {
+            match server.refresh_tools().await {
+                Ok(true) => {
+                    changed = true;
+                    self.emit(Event::Notice(format!("{}: its tools changed", server.entry.name)));
+                }
+                Ok(false) => {}
+                Err(why) => self.emit(Event::Notice(format!("{}: {why}", server.entry.name))),
+            }
+        }
+        if changed {
+            let names = names_of(&self.servers);
+            for notice in names.notices.iter().filter(|n| !self.names.notices.contains(n)) {
+                self.emit(Event::Notice(format!("renamed: {notice}")));
+            }
+            self.names = names;
+        }
+    }
+
     /// Runs the loop on the person's `prompt`; the model's final text.
     pub async fn run(&mut self, prompt: &str) -> Result<String, HostError> {
         self.repair();
         self.history.push(Message::user(prompt));
         let mut last = String::new();
         for _step in 0..self.settings.max_steps {
+            self.refresh_tools().await;
             let request = Request {
                 model: self.settings.model.clone(),
                 system: self.system_prompt(),

@@ -1,9 +1,12 @@
 //! The servers of a session: read from `mcpServers` files (`${VAR}` and `${VAR:-default}`
 //! expanded), one client each, started in parallel; a server that fails to start is reported
-//! and the others go on.
+//! and the others go on. A server that says its tools changed (`list_changed`, on a legacy
+//! session or a 2026-07-28 `subscriptions/listen` kept open) is listed again before the next
+//! turn of the model.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use mcp::client::{Client, ClientOptions, Stderr, StdioCommand};
 use mcp::types::tools::Tool;
@@ -139,15 +142,92 @@ pub struct Server {
     /// Its client, when connected.
     pub client: Option<Client>,
     /// Its tools, as last listed.
-    pub tools: Vec<Tool>,
+    tools: RwLock<Vec<Tool>>,
+    /// Set when the server said its tools changed: they are listed again before the next turn.
+    tools_changed: Arc<AtomicBool>,
     state: Mutex<State>,
+}
+
+/// Adds to `options` a hook that notes `notifications/tools/list_changed` (any hook already
+/// there still runs); the note, for [`Server::watching`].
+pub fn watch_tool_changes(options: &mut ClientOptions) -> Arc<AtomicBool> {
+    let changed = Arc::new(AtomicBool::new(false));
+    let note = changed.clone();
+    let previous = options.on_notification.take();
+    options.on_notification = Some(Arc::new(move |method: &str, params: &Value| {
+        if method == "notifications/tools/list_changed" {
+            note.store(true, Ordering::SeqCst);
+        }
+        if let Some(previous) = &previous {
+            previous(method, params);
+        }
+    }));
+    changed
+}
+
+/// A 2026-07-28 server says its tools changed only on a `subscriptions/listen` request: one
+/// stays open while the connection lives (sent again if it ends).
+fn listen_for_tool_changes(client: &Client) {
+    let description = client.description();
+    let announces = description.capabilities.tools.as_ref().is_some_and(|t| t.list_changed == Some(true));
+    if !description.modern || !announces {
+        return;
+    }
+    let client = client.clone();
+    tokio::spawn(async move {
+        let params = serde_json::json!({"notifications": {"toolsListChanged": true}});
+        while !client.is_closed() {
+            if client.request("subscriptions/listen", params.clone()).await.is_err() {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    });
 }
 
 impl Server {
     /// A server already connected (embedding, tests): its entry, its client, its tools.
     pub fn ready(entry: ServerEntry, client: Client, tools: Vec<Tool>) -> Server {
         let version = client.description().protocol_version.clone();
-        Server { entry, client: Some(client), tools, state: Mutex::new(State::Ready(version)) }
+        Server {
+            entry,
+            client: Some(client),
+            tools: RwLock::new(tools),
+            tools_changed: Arc::new(AtomicBool::new(false)),
+            state: Mutex::new(State::Ready(version)),
+        }
+    }
+
+    /// [`Server::ready`] for a client whose options went through [`watch_tool_changes`]:
+    /// `changed` is the note it returned.
+    pub fn watching(entry: ServerEntry, client: Client, tools: Vec<Tool>, changed: Arc<AtomicBool>) -> Server {
+        listen_for_tool_changes(&client);
+        Server { tools_changed: changed, ..Server::ready(entry, client, tools) }
+    }
+
+    fn absent(entry: ServerEntry, state: State) -> Server {
+        Server {
+            entry,
+            client: None,
+            tools: RwLock::new(Vec::new()),
+            tools_changed: Arc::new(AtomicBool::new(false)),
+            state: Mutex::new(state),
+        }
+    }
+
+    /// Its tools, as last listed.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Lists its tools again if it said they changed; `Ok(true)` when they were listed.
+    pub async fn refresh_tools(&self) -> Result<bool, String> {
+        let Some(client) = self.client.as_ref().filter(|_| self.is_ready()) else { return Ok(false) };
+        if !self.tools_changed.swap(false, Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let tools = client.list_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
+        Ok(true)
     }
 
     /// Its state.
@@ -174,17 +254,15 @@ pub async fn start_all(
 ) -> Vec<Server> {
     let starts = entries.into_iter().map(|entry| {
         let off = disabled.iter().any(|d| d == &entry.name);
-        let options = options_for(&entry);
+        let mut options = options_for(&entry);
+        let changed = watch_tool_changes(&mut options);
         async move {
             if off {
-                return Server { entry, client: None, tools: Vec::new(), state: Mutex::new(State::Disabled) };
+                return Server::absent(entry, State::Disabled);
             }
             match connect(&entry, options).await {
-                Ok((client, tools)) => {
-                    let version = client.description().protocol_version.clone();
-                    Server { entry, client: Some(client), tools, state: Mutex::new(State::Ready(version)) }
-                }
-                Err(why) => Server { entry, client: None, tools: Vec::new(), state: Mutex::new(State::Failed(why)) },
+                Ok((client, tools)) => Server::watching(entry, client, tools, changed),
+                Err(why) => Server::absent(entry, State::Failed(why)),
             }
         }
     });

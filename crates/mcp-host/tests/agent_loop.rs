@@ -42,6 +42,10 @@ async fn start_host(provider: Arc<dyn Provider>, settings: Settings) -> (Host, A
     let client = mcp::testing::connect(demo()).await;
     let tools = client.list_tools().await.unwrap();
     let server = Server::ready(ServerEntry::named("demo", true), client, tools);
+    host_over(provider, settings, server)
+}
+
+fn host_over(provider: Arc<dyn Provider>, settings: Settings, server: Server) -> (Host, Arc<Mutex<Vec<Event>>>) {
     let project = Arc::new(Mutex::new(Project::ephemeral()));
     let consent = Arc::new(Consent::new(
         Vec::new(),
@@ -204,4 +208,39 @@ async fn the_step_limit_stops_a_model_that_never_ends() {
     let (mut host, _) = start_host(anthropic(&provider.url), settings).await;
     assert!(matches!(host.run("loop").await, Err(HostError::MaxSteps(3, _))));
     assert_eq!(provider.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn tools_that_change_reach_the_model_on_its_next_turn_in_either_era() {
+    for legacy in [true, false] {
+        let provider = ScriptedProvider::start(Flavor::Anthropic, vec![Step::say("one"), Step::say("two")]).await;
+        let router = demo();
+        let mut options = mcp::client::ClientOptions { legacy_only: legacy, ..Default::default() };
+        let changed = mcp_host::servers::watch_tool_changes(&mut options);
+        let client = mcp::testing::connect_with(router.clone(), options).await.unwrap();
+        let tools = client.list_tools().await.unwrap();
+        let server = Server::watching(ServerEntry::named("demo", true), client, tools, changed.clone());
+        let (mut host, events) = host_over(anthropic(&provider.url), Settings::new("claude-test"), server);
+        host.run("first").await.unwrap();
+        // The 2026-07-28 listen request is open once the first turn is over; give it a moment.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        router.add_tool(
+            ToolDef::new("fresh").description("A tool added while the chat runs."),
+            |_: NoArgs, _cx: RequestContext| async move { Ok::<_, ToolError>("fresh") },
+        );
+        for _ in 0..100 {
+            if changed.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        host.run("second").await.unwrap();
+        let requests = provider.requests();
+        let era = if legacy { "legacy" } else { "2026-07-28" };
+        assert!(!tool_names(&requests[0]).contains(&"demo__fresh".to_owned()), "{era}");
+        assert!(tool_names(&requests[1]).contains(&"demo__fresh".to_owned()), "{era}: {:?}", tool_names(&requests[1]));
+        let told =
+            events.lock().unwrap().iter().any(|e| matches!(e, Event::Notice(n) if n.contains("its tools changed")));
+        assert!(told, "{era}: the person is told");
+    }
 }
