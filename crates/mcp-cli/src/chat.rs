@@ -195,7 +195,8 @@ fn provider(args: &ChatArgs, cacerts: &[PathBuf]) -> Result<(Arc<dyn Provider>, 
     if which == "anthropic" {
         let key = anthropic_key.ok_or("--provider anthropic needs ANTHROPIC_API_KEY")?;
         let model = args.model.clone().unwrap_or_else(|| "claude-sonnet-4-5".into());
-        return Ok((Arc::new(Anthropic::new(args.base_url.as_deref(), &key, cacerts)?), model));
+        let anthropic = Anthropic::new(args.base_url.as_deref(), &key, cacerts)?.on_wait(countdown());
+        return Ok((Arc::new(anthropic), model));
     }
     if openai_key.is_none() && args.base_url.is_none() {
         return Err("--provider openai needs OPENAI_API_KEY (or --base-url for a local server)".into());
@@ -203,7 +204,26 @@ fn provider(args: &ChatArgs, cacerts: &[PathBuf]) -> Result<(Arc<dyn Provider>, 
     let model =
         args.model.clone().unwrap_or_else(|| if args.base_url.is_some() { "default".into() } else { "gpt-4.1".into() });
     let openai = OpenAi::new(args.base_url.as_deref(), openai_key.as_deref(), cacerts)?;
-    Ok((Arc::new(openai.max_tokens_field(args.max_tokens_field)), model))
+    Ok((Arc::new(openai.max_tokens_field(args.max_tokens_field).on_wait(countdown())), model))
+}
+
+/// A retry's wait, counted down on stderr: one line rewritten each second at a terminal, one
+/// line per wait elsewhere.
+fn countdown() -> mcp_host::provider::OnWait {
+    use std::io::IsTerminal as _;
+    let terminal = std::io::stderr().is_terminal();
+    let counting = std::sync::atomic::AtomicBool::new(false);
+    Arc::new(move |why: &str, left: std::time::Duration| {
+        let secs = left.as_secs_f64().ceil() as u64;
+        let first = !counting.swap(secs > 0, std::sync::atomic::Ordering::Relaxed);
+        match (terminal, secs) {
+            (true, 0) => eprintln!("\r\x1b[2K{why}: retrying now"),
+            (true, _) => eprint!("\r\x1b[2K{why}: retrying in {secs} s"),
+            (false, 0) => {}
+            (false, _) if first => eprintln!("{why}: retrying in {secs} s"),
+            (false, _) => {}
+        }
+    })
 }
 
 /// Prints events: JSON lines with `--json`; else text to stdout as it streams (interactive),

@@ -27,6 +27,9 @@ pub enum Step {
     Turn(String, Vec<(String, Value)>),
     /// An HTTP error: status, body, `Retry-After` seconds.
     Fail(u16, String, Option<u32>),
+    /// A stream that begins (HTTP 200, `message_start`) and then says `error` with this type
+    /// (`overloaded_error`, ...), as Anthropic's API does when it is overloaded mid-answer.
+    FailInStream(String),
 }
 
 impl Step {
@@ -102,6 +105,18 @@ async fn answer(
             if let Some(secs) = retry_after {
                 response.headers_mut().insert("retry-after", secs.into());
             }
+            response
+        }
+        Step::FailInStream(kind) => {
+            let stream = sse(
+                Some("message_start"),
+                &json!({"type": "message_start", "message": {"id": format!("msg_{number}"), "type": "message", "role": "assistant", "content": [], "model": "scripted", "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+            ) + &sse(
+                Some("error"),
+                &json!({"type": "error", "error": {"type": kind, "message": "Overloaded"}}),
+            );
+            let mut response = hyper::Response::new(Full::new(Bytes::from(stream)));
+            response.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
             response
         }
         Step::Turn(text, calls) => {

@@ -244,3 +244,24 @@ async fn tools_that_change_reach_the_model_on_its_next_turn_in_either_era() {
         assert!(told, "{era}: the person is told");
     }
 }
+
+#[tokio::test]
+async fn an_overload_said_inside_the_stream_is_retried_after_a_countdown() {
+    let script = vec![Step::FailInStream("overloaded_error".into()), Step::say("fine after all")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, script).await;
+    let waits: Arc<Mutex<Vec<(String, std::time::Duration)>>> = Arc::default();
+    let seen = waits.clone();
+    let retry = mcp_host::provider::Retry { base: std::time::Duration::from_millis(1500), ..Default::default() };
+    let anthropic = Anthropic::new(Some(&provider.url), "test-key", &[])
+        .unwrap()
+        .retry(retry)
+        .on_wait(Arc::new(move |why, left| seen.lock().unwrap().push((why.to_owned(), left))));
+    let (mut host, _) = start_host(Arc::new(anthropic), Settings::new("claude-test")).await;
+    assert_eq!(host.run("hi").await.unwrap(), "fine after all");
+    assert_eq!(provider.requests().len(), 2, "the turn was asked again");
+    let waits = waits.lock().unwrap();
+    assert!(waits.iter().all(|(why, _)| why.contains("overloaded")), "{waits:?}");
+    assert!(waits.len() >= 3, "a countdown: told once a second, then at zero: {waits:?}");
+    assert!(waits.first().unwrap().1 > std::time::Duration::from_secs(1), "{waits:?}");
+    assert!(waits.last().unwrap().1.is_zero(), "{waits:?}");
+}

@@ -23,6 +23,18 @@ impl Anthropic {
         Ok(Anthropic { endpoint: Endpoint::new(base_url.unwrap_or("https://api.anthropic.com"), headers, ca_files)? })
     }
 
+    /// Tells `on_wait` of each wait before a retry (see [`super::OnWait`]).
+    pub fn on_wait(mut self, on_wait: super::OnWait) -> Self {
+        self.endpoint.on_wait = Some(on_wait);
+        self
+    }
+
+    /// How often and how long to retry.
+    pub fn retry(mut self, retry: super::Retry) -> Self {
+        self.endpoint.retry = retry;
+        self
+    }
+
     /// The request body.
     pub fn body(request: &Request) -> Value {
         let tools: Vec<Value> = request
@@ -77,6 +89,8 @@ struct Assembly {
     calls: BTreeMap<u64, (String, String, String, Value)>,
     stop: Option<Stop>,
     usage: Usage,
+    /// The stream said `error` (after an HTTP 200).
+    failed_in_stream: bool,
 }
 
 fn stop_of(reason: &str) -> Stop {
@@ -124,6 +138,7 @@ impl Assembly {
                 self.usage.output = data["usage"]["output_tokens"].as_u64().unwrap_or(self.usage.output);
             }
             "error" => {
+                self.failed_in_stream = true;
                 let kind = data["error"]["type"].as_str().unwrap_or_default();
                 let message = data["error"]["message"].as_str().unwrap_or("an error in the stream").to_owned();
                 return Err(match kind {
@@ -159,15 +174,34 @@ impl Provider for Anthropic {
     fn turn<'a>(&'a self, request: &'a Request, on_text: OnText<'a>) -> BoxFuture<'a, Result<Turn, ProviderError>> {
         Box::pin(async move {
             let body = Anthropic::body(request);
-            let mut assembly = Assembly::default();
-            self.endpoint
-                .stream("/v1/messages", &body, |event| {
-                    let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
-                    let kind = event.event.as_deref().or(data["type"].as_str()).unwrap_or_default().to_owned();
-                    assembly.on(&kind, &data, on_text)
-                })
-                .await?;
-            assembly.finish()
+            let retry = self.endpoint.retry;
+            let mut wait = retry.base;
+            let mut attempt = 0;
+            loop {
+                let mut assembly = Assembly::default();
+                let outcome = self
+                    .endpoint
+                    .stream("/v1/messages", &body, |event| {
+                        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+                        let kind = event.event.as_deref().or(data["type"].as_str()).unwrap_or_default().to_owned();
+                        assembly.on(&kind, &data, on_text)
+                    })
+                    .await;
+                // An overload or rate limit said inside a stream that had begun (HTTP 200): the
+                // turn is asked again, as for one said with an HTTP status.
+                let mid_stream = assembly.failed_in_stream;
+                match outcome {
+                    Err(e @ (ProviderError::Overloaded(_) | ProviderError::RateLimited(_)))
+                        if mid_stream && attempt < retry.attempts =>
+                    {
+                        self.endpoint.pause(&e, wait).await;
+                        wait = (wait * 2).min(retry.max_wait);
+                        attempt += 1;
+                    }
+                    Err(e) => return Err(e),
+                    Ok(()) => return assembly.finish(),
+                }
+            }
         })
     }
 

@@ -2,7 +2,8 @@
 //! retries that are right (rate limits, overload) and errors in words. The key is sent, never
 //! shown: errors carry the provider's message, not the request.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 use mcp::client::sse::{Event, Parser};
@@ -28,6 +29,10 @@ impl Default for Retry {
     }
 }
 
+/// Told of a wait before a retry, once a second until it ends: why (the provider's words) and
+/// how long is left (zero when the retry goes out).
+pub type OnWait = Arc<dyn Fn(&str, Duration) + Send + Sync>;
+
 /// Where a provider is, and how to authenticate there.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -38,6 +43,8 @@ pub struct Endpoint {
     pub(crate) fetcher: Fetcher,
     /// Retries.
     pub retry: Retry,
+    /// Told of each wait before a retry (a terminal shows a countdown).
+    pub on_wait: Option<OnWait>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -68,7 +75,23 @@ impl Endpoint {
             _ => return Err(format!("--base-url {base_url} is not an http(s) URL")),
         }
         let fetcher = Fetcher::new(ca_files).map_err(|e| e.to_string())?;
-        Ok(Endpoint { base_url, headers, fetcher, retry: Retry::default() })
+        Ok(Endpoint { base_url, headers, fetcher, retry: Retry::default(), on_wait: None })
+    }
+
+    /// Waits `pause` before a retry after `why`, telling [`Endpoint::on_wait`] once a second.
+    pub(crate) async fn pause(&self, why: &ProviderError, pause: Duration) {
+        tracing::warn!("{why}; retrying in {pause:?}");
+        let until = Instant::now() + pause;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if let Some(on_wait) = &self.on_wait {
+                on_wait(&why.to_string(), left);
+            }
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(Duration::from_secs(1))).await;
+        }
     }
 
     /// POSTs `body` to `path` and hands every event of the streamed answer to `on_event`.
@@ -104,8 +127,7 @@ impl Endpoint {
                 return Err(error);
             }
             let pause = retry_after.unwrap_or(wait).min(self.retry.max_wait);
-            tracing::warn!("{error}; retrying in {pause:?}");
-            tokio::time::sleep(pause).await;
+            self.pause(&error, pause).await;
             wait = (wait * 2).min(self.retry.max_wait);
             attempt += 1;
         };

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 pub use anthropic::Anthropic;
-pub use http::{Endpoint, Retry};
+pub use http::{Endpoint, OnWait, Retry};
 pub use openai::{is_reasoning_model, MaxTokensField, OpenAi};
 
 /// Who speaks.

@@ -82,6 +82,12 @@ impl OpenAi {
         })
     }
 
+    /// Tells `on_wait` of each wait before a retry (see [`super::OnWait`]).
+    pub fn on_wait(mut self, on_wait: super::OnWait) -> Self {
+        self.endpoint.on_wait = Some(on_wait);
+        self
+    }
+
     /// Chooses the token-limit field (`--max-tokens-field`).
     pub fn max_tokens_field(mut self, field: MaxTokensField) -> Self {
         self.field = field;
