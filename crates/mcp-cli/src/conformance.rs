@@ -104,6 +104,9 @@ async fn run(url: &str) -> Result<(), String> {
         ..ClientOptions::default()
     };
     let client = Client::connect_http(url, options).await.map_err(|e| format!("connect: {e}"))?;
+    if scenario.starts_with("sep-2640-client-") {
+        return skills(&client, &scenario).await;
+    }
     let tools = client.list_tools().await.map_err(|e| format!("tools/list: {e}"))?;
     match context.get("toolCalls").and_then(Value::as_array) {
         Some(calls) => {
@@ -133,6 +136,24 @@ async fn run(url: &str) -> Result<(), String> {
         }
     }
     client.close().await;
+    Ok(())
+}
+
+/// The skills scenarios: list the skills (reading none of their files), then, as a host does
+/// when a skill is needed, load each one; a skill whose files fail verification is refused and
+/// nothing after the failing file is read.
+async fn skills(client: &Client, scenario: &str) -> Result<(), String> {
+    let entries = client.list_skills().await.map_err(|e| format!("skills/list: {e}"))?;
+    eprintln!("skills/list: {:?}", entries.iter().map(|e| e.name()).collect::<Vec<_>>());
+    if scenario != "sep-2640-client-no-prefetch" {
+        for entry in &entries {
+            match client.load_skill(entry).await {
+                Ok(loaded) => eprintln!("loaded skill {} ({} more files)", entry.name(), loaded.files.len()),
+                Err(e) => eprintln!("refused skill {}: {e}", entry.name()),
+            }
+        }
+    }
+    client.clone().close().await;
     Ok(())
 }
 

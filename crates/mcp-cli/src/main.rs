@@ -18,6 +18,7 @@ mod gateway;
 mod inspect;
 mod login;
 mod output;
+mod skills;
 mod target;
 
 use std::collections::BTreeMap;
@@ -174,6 +175,17 @@ enum Command {
     Read {
         /// The URI.
         uri: String,
+    },
+    /// Lists the server's skills (SEP-2640): name, description, its SKILL.md's URI, its files and
+    /// one digest of the whole skill. No skill file is read. With NAME, loads that skill: every
+    /// file read and verified (size, SHA-256 digest, SKILL.md's frontmatter against the entry),
+    /// SKILL.md printed, or every file written under --out DIR/NAME.
+    Skills {
+        /// The skill to load: its name, or the URI of its SKILL.md.
+        name: Option<String>,
+        /// Write the loaded skill's files under DIR/NAME/ (their paths as the URIs give them).
+        #[arg(long, value_name = "DIR", requires = "name")]
+        out: Option<std::path::PathBuf>,
     },
     /// Lists the prompts.
     Prompts,
@@ -437,7 +449,9 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
     // exits while the answer is printed.
     let closing = tokio::spawn(client.close());
     tokio::task::yield_now().await;
-    report(cli, &result);
+    if !reported_at_exit(&result) {
+        report(cli, &result); // a usage error is reported once, at exit
+    }
     let _ = closing.await;
     result
 }
@@ -678,6 +692,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         }
         Command::Read { uri } => json(client.request("resources/read", json!({"uri": uri})).await),
         Command::Prompts => Ok(json!({"prompts": client.list_prompts().await.map_err(protocol)?})),
+        Command::Skills { name, out } => skills::run(client, name.as_deref(), out.as_deref()).await,
         Command::Prompt { name, pairs } => {
             let args: BTreeMap<String, String> = pairs.iter().map(|p| split_pair(p)).collect::<Result<_, _>>()?;
             json(client.request("prompts/get", json!({"name": name, "arguments": args})).await)
@@ -903,6 +918,7 @@ impl Cli {
             Command::Templates => "templates",
             Command::Read { .. } => "read",
             Command::Prompts => "prompts",
+            Command::Skills { .. } => "skills",
             Command::Prompt { .. } => "prompt",
             Command::Complete { .. } => "complete",
         }

@@ -117,6 +117,24 @@ pub fn human(command: &str, value: &Value) -> String {
                 }
             }
         }
+        "skills" if value.get("skills").is_some() => {
+            for skill in value["skills"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "{}\t{} files\t{}\n    {}\n",
+                    skill["name"].as_str().unwrap_or("?"),
+                    skill["files"],
+                    skill["uri"].as_str().unwrap_or(""),
+                    skill["description"].as_str().unwrap_or("")
+                ));
+            }
+        }
+        "skills" => {
+            if let Some(dir) = value["written"].as_str() {
+                out.push_str(&format!("{} (verified) written to {dir}\n", value["skill"].as_str().unwrap_or("?")));
+            } else {
+                out.push_str(value["manifest"].as_str().unwrap_or(""));
+            }
+        }
         "prompt" => {
             for m in value["messages"].as_array().into_iter().flatten() {
                 out.push_str(&format!(

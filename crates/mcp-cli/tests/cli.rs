@@ -421,3 +421,50 @@ fn ctrl_c_while_waiting_for_a_task_asks_the_server_to_cancel_it() {
     assert!(trace.contains("asked the server to cancel task"), "{trace}");
     assert!(trace.contains("EXIT=130"), "{trace}");
 }
+
+#[test]
+fn skills_are_listed_without_reading_loaded_verified_and_written() {
+    let server = conformance_server();
+    let server = server.to_str().unwrap();
+    let listed = json(&run(&["skills", "--json", "--", server]));
+    let skill = &listed["skills"][0];
+    assert_eq!(skill["name"], "pdf-processing");
+    assert_eq!(skill["files"], 2);
+    assert!(skill["digest"].as_str().unwrap().starts_with("sha256:"), "{skill}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["skills", "pdf-processing", "--out", dir.path().to_str().unwrap(), "--", server]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest = std::fs::read_to_string(dir.path().join("pdf-processing/SKILL.md")).unwrap();
+    assert!(manifest.starts_with("---\nname: pdf-processing"), "{manifest}");
+    assert!(dir.path().join("pdf-processing/references/FORMS.md").is_file());
+    let unknown = run(&["skills", "nope", "--", server]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(said.matches("has no skill \"nope\"").count(), 1, "said once: {said}");
+    let none = stdio(&["skills"]);
+    assert_eq!(none.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("serves no skills"));
+}
+
+#[test]
+fn a_skill_whose_files_do_not_match_their_entry_is_refused_and_nothing_after_is_read() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/skills/tampered.py");
+    for (mode, why) in [("digest", "digest"), ("size", "bytes where the entry says"), ("frontmatter", "frontmatter")] {
+        let dir = tempfile::tempdir().unwrap();
+        let reads = dir.path().join("reads");
+        let out = Command::new(mcp())
+            .args(["skills", "pdf-processing", "--", "python3", script.to_str().unwrap()])
+            .env("MODE", mode)
+            .env("READS", &reads)
+            .env("XDG_CACHE_HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{mode}: {stderr}");
+        assert!(stderr.contains("failed verification") && stderr.contains(why), "{mode}: {stderr}");
+        assert!(out.stdout.is_empty(), "{mode}: nothing unverified is shown");
+        let read = std::fs::read_to_string(&reads).unwrap();
+        assert_eq!(read.lines().collect::<Vec<_>>(), ["skill://pdf-processing/SKILL.md"], "{mode}");
+    }
+}

@@ -5,6 +5,7 @@
 //! the SHA-256 digest and size of every file so that a host can check what it reads.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::JsonObject;
 
@@ -75,6 +76,82 @@ pub fn valid_name(name: &str) -> bool {
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
+}
+
+/// The frontmatter of a `SKILL.md`, as a JSON object: scalars (quoted or plain strings,
+/// booleans, null, numbers) and one level of nested maps; any other YAML is refused, naming the
+/// line, rather than read wrongly. Servers build their entries with it and hosts compare what
+/// they read against the entry with it.
+pub fn frontmatter(manifest: &str) -> Result<JsonObject, String> {
+    let text = manifest.strip_prefix('\u{feff}').unwrap_or(manifest);
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err(format!("{MANIFEST} must begin with a --- line and YAML frontmatter"));
+    }
+    let mut object = JsonObject::new();
+    let mut open: Option<(String, JsonObject)> = None;
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            if let Some((key, map)) = open.take() {
+                object.insert(key, Value::Object(map));
+            }
+            return Ok(object);
+        }
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let nested = line.starts_with(' ') || line.starts_with('\t');
+        let (key, value) = line
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| format!("{MANIFEST} frontmatter: {line:?} is not `key: value`"))?;
+        let (key, value) = (key.trim().to_owned(), value.trim());
+        match (nested, &mut open) {
+            (true, Some((_, map))) => {
+                map.insert(key, scalar(value, line)?);
+            }
+            (true, None) => return Err(format!("{MANIFEST} frontmatter: {line:?} is indented under nothing")),
+            (false, _) => {
+                if let Some((k, map)) = open.take() {
+                    object.insert(k, Value::Object(map));
+                }
+                if value.is_empty() {
+                    open = Some((key, JsonObject::new()));
+                } else {
+                    object.insert(key, scalar(value, line)?);
+                }
+            }
+        }
+    }
+    Err(format!("{MANIFEST}: the frontmatter has no closing --- line"))
+}
+
+/// A YAML scalar as JSON: quoted strings, booleans, null, numbers, else plain text.
+fn scalar(value: &str, line: &str) -> Result<Value, String> {
+    let unsupported = || {
+        format!("{MANIFEST} frontmatter: {line:?} uses YAML this reader does not take (write it as one quoted string)")
+    };
+    if value.starts_with('"') {
+        return serde_json::from_str::<String>(value).map(Value::String).map_err(|_| unsupported());
+    }
+    if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        return Ok(Value::String(inner.replace("''", "'")));
+    }
+    if value.starts_with(['[', '{', '-', '|', '>', '&', '*', '!', '%', '@', '`']) || value.contains(" #") {
+        return Err(unsupported());
+    }
+    Ok(match value {
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
+        "null" | "Null" | "NULL" | "~" => Value::Null,
+        _ => match value.parse::<i64>() {
+            Ok(n) => json!(n),
+            Err(_) => match value.parse::<f64>() {
+                Ok(f) if f.is_finite() && value.chars().all(|c| c.is_ascii_digit() || ".eE+-".contains(c)) => json!(f),
+                _ => Value::String(value.to_owned()),
+            },
+        },
+    })
 }
 
 #[cfg(test)]

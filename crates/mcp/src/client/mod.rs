@@ -20,6 +20,7 @@ pub mod cache;
 mod core;
 mod headers;
 pub(crate) mod http;
+pub mod skills;
 pub mod sse;
 mod stdio;
 pub mod tasks;
