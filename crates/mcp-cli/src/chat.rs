@@ -118,8 +118,24 @@ impl Asker for Terminal {
 fn ask_now(q: &Question) -> Answer {
     let mut err = std::io::stderr().lock();
     let arguments = serde_json::to_string_pretty(&q.arguments).unwrap_or_default();
-    let _ = writeln!(err, "\n\x1b[1m{} wants to run {}\x1b[0m ({})", q.server, q.tool, q.why);
-    let _ = writeln!(err, "  arguments: {}", arguments.replace('\n', "\n  "));
+    let (server, tool, why) = (clean(&q.server), clean(&q.tool), clean(&q.why));
+    if let Some(skill) = tool.strip_prefix("skill ") {
+        let _ = writeln!(err, "\n\x1b[1m{server} offers the skill {skill} to the model\x1b[0m ({why})");
+        let _ = writeln!(err, "  {}", clean(&arguments).replace('\n', "\n  "));
+        loop {
+            let _ = write!(err, "  [y] this session  [a] always (until it changes)  [n] no\n  > ");
+            let _ = err.flush();
+            let Some(line) = read_line() else { return Answer::Deny(None) };
+            match line.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "s" => return Answer::Session,
+                "a" | "t" => return Answer::AlwaysTool,
+                "n" | "no" | "" => return Answer::Deny(None),
+                _ => {}
+            }
+        }
+    }
+    let _ = writeln!(err, "\n\x1b[1m{server} wants to run {tool}\x1b[0m ({why})");
+    let _ = writeln!(err, "  arguments: {}", clean(&arguments).replace('\n', "\n  "));
     loop {
         let _ = write!(err, "  [y] once  [s] this session  [t] always this tool  [a] always this server  [n] no  [r] no, with a reason\n  > ");
         let _ = err.flush();
@@ -136,6 +152,58 @@ fn ask_now(q: &Question) -> Answer {
                 return Answer::Deny(read_line().filter(|r| !r.is_empty()));
             }
             _ => {}
+        }
+    }
+}
+
+/// Text from a server or a model made safe to print at a terminal: escape sequences (CSI, OSC
+/// and the rest), other control characters but newline and tab, and the bidirectional
+/// overrides are removed, so that nothing a server says can move the cursor, clear the screen,
+/// retitle the window or draw a fake prompt.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => skip_escape(&mut chars),
+            '\u{9b}' => skip_until_final(&mut chars),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// After an ESC: the rest of its sequence.
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.next() {
+        Some('[') => skip_until_final(chars),
+        // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \\).
+        Some(']' | 'P' | 'X' | '^' | '_') => {
+            while let Some(c) = chars.next() {
+                if c == '\x07' || (c == '\x1b' && chars.peek() == Some(&'\\')) {
+                    if c == '\x1b' {
+                        chars.next();
+                    }
+                    return;
+                }
+            }
+        }
+        // Two-character sequences (ESC 7, ESC c, ...) and character-set selections (ESC ( B).
+        Some('(' | ')' | '*' | '+' | '#' | '%') => {
+            chars.next();
+        }
+        _ => {}
+    }
+}
+
+/// A CSI's parameters and its final byte.
+fn skip_until_final(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\x40'..='\x7e').contains(&c) {
+            return;
         }
     }
 }
@@ -254,20 +322,23 @@ fn printer(json: bool, quiet: bool, stream_text: bool) -> Arc<dyn Fn(Event) + Se
         }
         match event {
             Event::Text(text) if stream_text => {
-                print!("{text}");
+                print!("{}", clean(&text));
                 let _ = std::io::stdout().flush();
             }
             Event::TurnEnd { .. } if stream_text => println!(),
             _ if quiet => {}
-            Event::ToolCall { server, tool, arguments } => eprintln!("→ {server}/{tool} {arguments}"),
-            Event::Consent { allowed: false, why, .. } => eprintln!("  not run: {why}"),
-            Event::Progress { message, .. } => eprintln!("  … {message}"),
+            Event::ToolCall { server, tool, arguments } => {
+                eprintln!("→ {}/{} {}", clean(&server), clean(&tool), clean(&arguments.to_string()))
+            }
+            Event::Consent { allowed: false, why, .. } => eprintln!("  not run: {}", clean(&why)),
+            Event::Progress { message, .. } => eprintln!("  … {}", clean(&message)),
             Event::ToolResult { is_error, text, .. } => {
+                let text = clean(&text);
                 let first = text.lines().next().unwrap_or_default();
                 let first: String = first.chars().take(100).collect();
                 eprintln!("← {}{first}", if is_error { "error: " } else { "" });
             }
-            Event::Notice(message) => eprintln!("mcp: {message}"),
+            Event::Notice(message) => eprintln!("mcp: {}", clean(&message)),
             _ => {}
         }
     })
@@ -348,6 +419,7 @@ pub async fn run(common: Common<'_>, args: &ChatArgs) -> Outcome {
     settings.max_tokens = args.max_tokens;
     settings.context_window = args.context_window;
     let mut host = Host::new(provider, settings, started, consent, events.clone());
+    host.offer_skills().await;
     match &args.prompt {
         Some(prompt) => once(&mut host, prompt, common.json).await,
         None => repl_loop(&mut host, &project).await,
@@ -504,6 +576,20 @@ fn mcp_command(host: &mut Host, project: &Arc<Mutex<Project>>, rest: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_never_reach_the_terminal() {
+        assert_eq!(clean("plain text\n\twith tab"), "plain text\n\twith tab");
+        assert_eq!(clean("\x1b[2J\x1b[Hcleared"), "cleared");
+        assert_eq!(clean("\x1b[1;31mred\x1b[0m"), "red");
+        assert_eq!(clean("\x1b]0;evil title\x07after"), "after");
+        assert_eq!(clean("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"), "link");
+        assert_eq!(clean("a\rb\x08c\x00d\x7f"), "abcd");
+        assert_eq!(clean("\u{9b}31mcsi"), "csi");
+        assert_eq!(clean("\u{202e}txt.exe"), "txt.exe");
+        assert_eq!(clean("日本語 ok"), "日本語 ok");
+        assert_eq!(clean("trailing \x1b"), "trailing ");
+    }
 
     #[test]
     fn the_nearest_project_config_is_found_from_a_subdirectory() {

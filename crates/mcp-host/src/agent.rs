@@ -15,6 +15,7 @@ use crate::names::Names;
 use crate::provider::{Message, Part, Provider, ProviderError, Request, Role, Stop, ToolSpec, Usage};
 use crate::results;
 use crate::servers::{Server, State};
+use crate::skills::{self, OfferedSkill, LOAD_SKILL};
 
 /// How the loop runs.
 #[derive(Debug, Clone)]
@@ -166,6 +167,8 @@ pub struct Host {
     loaded: HashSet<String>,
     disabled: HashSet<String>,
     on_event: Arc<dyn Fn(Event) + Send + Sync>,
+    /// Skills the person approved for the model (see [`Host::offer_skills`]).
+    skills: Vec<OfferedSkill>,
     /// Tokens used so far.
     pub usage: Usage,
 }
@@ -205,7 +208,66 @@ impl Host {
             loaded: HashSet::new(),
             disabled,
             on_event,
+            skills: Vec::new(),
             usage: Usage::default(),
+        }
+    }
+
+    /// Lists the skills of every server that declares the extension and offers the model those
+    /// the person approves (by digest, remembered per project). No skill file is read here.
+    pub async fn offer_skills(&mut self) {
+        let mut offered: Vec<OfferedSkill> = Vec::new();
+        for (index, server) in self.servers.iter().enumerate() {
+            if !server.is_ready() || !skills::serves_skills(server) {
+                continue;
+            }
+            let listed = match skills::listed(server).await {
+                Ok(listed) => listed,
+                Err(why) => {
+                    self.emit(Event::Notice(format!("{}: {why}", server.entry.name)));
+                    continue;
+                }
+            };
+            for (entry, digest) in listed {
+                let name = entry.name().to_owned();
+                let approval =
+                    self.consent.approve_skill(&server.entry.name, &name, entry.description(), &digest).await;
+                match approval {
+                    Ok(()) => {
+                        let taken = offered.iter().any(|o| o.key == name);
+                        let key = if taken { format!("{}/{name}", server.entry.name) } else { name };
+                        self.emit(Event::Notice(format!("skill {key} offered to the model")));
+                        offered.push(OfferedSkill { key, server: index, entry, digest });
+                    }
+                    Err(why) => self.emit(Event::Notice(why)),
+                }
+            }
+        }
+        self.skills = offered;
+    }
+
+    /// The skills offered to the model.
+    pub fn skills(&self) -> &[OfferedSkill] {
+        &self.skills
+    }
+
+    /// Loads the skill the model asked for, verified; its text for the model.
+    async fn load_skill(&self, arguments: &Value) -> (String, bool) {
+        let skill = match skills::find(&self.skills, arguments) {
+            Ok(skill) => skill,
+            Err(why) => return (why, true),
+        };
+        let server = &self.servers[skill.server];
+        let Some(client) = &server.client else { return (format!("{} is not connected", server.entry.name), true) };
+        match client.load_skill(&skill.entry).await {
+            Ok(loaded) => {
+                self.emit(Event::Notice(format!("loaded skill {}", skill.key)));
+                (skills::render(&loaded), false)
+            }
+            Err(e) => {
+                self.emit(Event::Notice(format!("skill {} refused: {e}", skill.key)));
+                (format!("The skill could not be loaded: {e}. Do not rely on it."), true)
+            }
         }
     }
 
@@ -284,11 +346,16 @@ impl Host {
 
     fn offered(&self) -> Vec<ToolSpec> {
         let all = self.all_tools();
-        if !self.deferred() {
-            return all.into_iter().map(|o| o.spec).collect();
+        let mut specs = if self.deferred() {
+            let mut specs = context::meta_tools();
+            specs.extend(all.into_iter().filter(|o| self.loaded.contains(&o.spec.name)).map(|o| o.spec));
+            specs
+        } else {
+            all.into_iter().map(|o| o.spec).collect()
+        };
+        if !self.skills.is_empty() {
+            specs.push(skills::spec(&self.skills));
         }
-        let mut specs = context::meta_tools();
-        specs.extend(all.into_iter().filter(|o| self.loaded.contains(&o.spec.name)).map(|o| o.spec));
         specs
     }
 
@@ -303,6 +370,9 @@ impl Host {
                 " Tool definitions are loaded on demand: call search_tools with what you want to do, then load_tools \
                  with the names you need; they can be called from the next turn on.",
             );
+        }
+        if !self.skills.is_empty() {
+            system.push_str(&skills::prompt(&self.skills));
         }
         if let Some(extra) = &self.settings.instructions {
             system.push_str("\n\n");
@@ -410,6 +480,10 @@ impl Host {
         };
         if name == SEARCH || name == LOAD {
             return answered(self.meta(name, arguments), false);
+        }
+        if name == LOAD_SKILL && !self.skills.is_empty() {
+            let (text, is_error) = self.load_skill(arguments).await;
+            return answered(text, is_error);
         }
         let Some(offered) = self.all_tools().into_iter().find(|o| o.spec.name == name) else {
             let known: Vec<String> = self.offered().into_iter().map(|s| s.name).collect();

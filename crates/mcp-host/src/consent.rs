@@ -268,11 +268,48 @@ impl Consent {
         Decision::Allow(format!("the person said {answer:?}"))
     }
 
-    /// Asks about something a server wants that always needs the person (sampling, a URL to open).
-    pub async fn ask_always(&self, server: &str, what: &str, details: Value) -> bool {
-        if self.yes {
-            return true;
+    /// Whether the model may be offered `server`'s skill `name` whose entry has `digest`: the
+    /// person approved this digest here before, or approves it now. A skill whose digest changed
+    /// since is asked about again; `--yes` does not approve skills (they are instructions the
+    /// model will follow), and without a person none is offered. `Err` says why not.
+    pub async fn approve_skill(&self, server: &str, name: &str, description: &str, digest: &str) -> Result<(), String> {
+        let key = key(server, name);
+        let before = self.project().state.skills.get(&key).cloned();
+        if before.as_deref() == Some(digest) {
+            return Ok(());
         }
+        if !self.asker.can_ask() {
+            return Err(format!(
+                "skill {key} is not offered: it needs the person's approval and there is no one to ask"
+            ));
+        }
+        let why = match before {
+            Some(_) => format!("the skill {key} changed since it was approved (its files or frontmatter differ)"),
+            None => format!("{server} offers the skill {name:?} to the model: {}", cut(description)),
+        };
+        let question = Question {
+            server: server.to_owned(),
+            tool: format!("skill {name}"),
+            arguments: json!({"description": description, "digest": digest}),
+            why,
+        };
+        match self.asker.ask(&question).await {
+            Answer::Deny(_) => Err(format!("the person declined the skill {key}")),
+            Answer::Once | Answer::Session => Ok(()),
+            Answer::AlwaysTool | Answer::AlwaysServer => {
+                let mut project = self.project();
+                project.state.skills.insert(key, digest.to_owned());
+                if let Err(e) = project.save() {
+                    tracing::warn!("cannot remember the skill's approval: {e}");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Asks about something a server wants that always needs the person (sampling, a URL to
+    /// open): `--yes` covers tool calls, not these, and without a person they are declined.
+    pub async fn ask_always(&self, server: &str, what: &str, details: Value) -> bool {
         if !self.asker.can_ask() {
             return false;
         }
@@ -332,6 +369,20 @@ mod tests {
             let answer = self.0.clone();
             Box::pin(async move { answer })
         }
+    }
+
+    #[tokio::test]
+    async fn yes_runs_tools_but_never_answers_sampling_for_the_person() {
+        let project = || Arc::new(Mutex::new(Project::ephemeral()));
+        let nobody = Consent::new(Vec::new(), Vec::new(), true, HashSet::new(), project(), Arc::new(NoOne));
+        assert!(matches!(nobody.decide("s", &tool("write", None, "Writes."), &json!({})).await, Decision::Allow(_)));
+        assert!(!nobody.ask_always("s", "sampling", json!({})).await, "--yes without a person: declined");
+        let person =
+            Consent::new(Vec::new(), Vec::new(), true, HashSet::new(), project(), Arc::new(Says(Answer::Once)));
+        assert!(person.ask_always("s", "sampling", json!({})).await, "the person answers");
+        let declines =
+            Consent::new(Vec::new(), Vec::new(), true, HashSet::new(), project(), Arc::new(Says(Answer::Deny(None))));
+        assert!(!declines.ask_always("s", "sampling", json!({})).await, "--yes does not override the person");
     }
 
     fn policy(allow: &[&str], deny: &[&str], trusted: &[&str], asker: Arc<dyn Asker>) -> Consent {

@@ -9,6 +9,7 @@
 //! - [`context`]: tool schemas loaded on demand when they would crowd the context;
 //! - [`agent`]: the loop itself ([`Host`]);
 //! - [`sampling`]: servers asking the model, with the person's consent;
+//! - [`skills`]: servers' skills offered to the model once the person approved them;
 //! - [`scripted`]: a scripted provider on loopback, for tests.
 
 pub mod agent;
@@ -22,5 +23,6 @@ pub mod results;
 pub mod sampling;
 pub mod scripted;
 pub mod servers;
+pub mod skills;
 
 pub use agent::{Event, Host, HostError, Settings};

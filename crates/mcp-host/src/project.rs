@@ -42,6 +42,9 @@ pub struct ProjectState {
     /// Tool definitions as approved, by `server/tool`.
     #[serde(default)]
     pub approved: BTreeMap<String, Approved>,
+    /// Skills offered to the model here: the digest approved, by `server/skill`.
+    #[serde(default)]
+    pub skills: BTreeMap<String, String>,
 }
 
 /// A project and its file.
