@@ -3,19 +3,20 @@
 //! consent asked at the terminal, `/mcp` and `/context`.
 
 use std::collections::HashSet;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use futures_util::future::BoxFuture;
 use mcp::client::{ClientOptions, Handlers};
-use mcp_host::consent::{Answer, Asker, Consent, NoOne, Question, Rule};
+use mcp_host::consent::{Asker, Consent, NoOne, Rule};
 use mcp_host::project::Project;
 use mcp_host::provider::{Anthropic, OpenAi, Provider};
 use mcp_host::servers::{self, ServerEntry, State, Transport};
 use mcp_host::{Event, Host, HostError, Settings};
 use serde_json::json;
+
+use crate::term::{clean, next_line, Terminal, Typed};
 
 /// `mcp chat` options.
 #[derive(Args, Debug, Clone)]
@@ -86,126 +87,6 @@ pub enum Outcome {
 
 fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
-/// Asks at the terminal.
-struct Terminal {
-    turn: tokio::sync::Mutex<()>,
-}
-
-fn read_line() -> Option<String> {
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line.trim().to_owned()),
-    }
-}
-
-impl Asker for Terminal {
-    fn can_ask(&self) -> bool {
-        true
-    }
-
-    fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Answer> {
-        Box::pin(async move {
-            let _turn = self.turn.lock().await;
-            let question = question.clone();
-            tokio::task::spawn_blocking(move || ask_now(&question)).await.unwrap_or(Answer::Deny(None))
-        })
-    }
-}
-
-fn ask_now(q: &Question) -> Answer {
-    let mut err = std::io::stderr().lock();
-    let arguments = serde_json::to_string_pretty(&q.arguments).unwrap_or_default();
-    let (server, tool, why) = (clean(&q.server), clean(&q.tool), clean(&q.why));
-    if let Some(skill) = tool.strip_prefix("skill ") {
-        let _ = writeln!(err, "\n\x1b[1m{server} offers the skill {skill} to the model\x1b[0m ({why})");
-        let _ = writeln!(err, "  {}", clean(&arguments).replace('\n', "\n  "));
-        loop {
-            let _ = write!(err, "  [y] this session  [a] always (until it changes)  [n] no\n  > ");
-            let _ = err.flush();
-            let Some(line) = read_line() else { return Answer::Deny(None) };
-            match line.to_ascii_lowercase().as_str() {
-                "y" | "yes" | "s" => return Answer::Session,
-                "a" | "t" => return Answer::AlwaysTool,
-                "n" | "no" | "" => return Answer::Deny(None),
-                _ => {}
-            }
-        }
-    }
-    let _ = writeln!(err, "\n\x1b[1m{server} wants to run {tool}\x1b[0m ({why})");
-    let _ = writeln!(err, "  arguments: {}", clean(&arguments).replace('\n', "\n  "));
-    loop {
-        let _ = write!(err, "  [y] once  [s] this session  [t] always this tool  [a] always this server  [n] no  [r] no, with a reason\n  > ");
-        let _ = err.flush();
-        let Some(line) = read_line() else { return Answer::Deny(None) };
-        match line.to_ascii_lowercase().as_str() {
-            "y" | "yes" => return Answer::Once,
-            "s" => return Answer::Session,
-            "t" => return Answer::AlwaysTool,
-            "a" => return Answer::AlwaysServer,
-            "n" | "no" | "" => return Answer::Deny(None),
-            "r" => {
-                let _ = write!(err, "  reason (the model reads it): ");
-                let _ = err.flush();
-                return Answer::Deny(read_line().filter(|r| !r.is_empty()));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Text from a server or a model made safe to print at a terminal: escape sequences (CSI, OSC
-/// and the rest), other control characters but newline and tab, and the bidirectional
-/// overrides are removed, so that nothing a server says can move the cursor, clear the screen,
-/// retitle the window or draw a fake prompt.
-pub fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => skip_escape(&mut chars),
-            '\u{9b}' => skip_until_final(&mut chars),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// After an ESC: the rest of its sequence.
-fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    match chars.next() {
-        Some('[') => skip_until_final(chars),
-        // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \\).
-        Some(']' | 'P' | 'X' | '^' | '_') => {
-            while let Some(c) = chars.next() {
-                if c == '\x07' || (c == '\x1b' && chars.peek() == Some(&'\\')) {
-                    if c == '\x1b' {
-                        chars.next();
-                    }
-                    return;
-                }
-            }
-        }
-        // Two-character sequences (ESC 7, ESC c, ...) and character-set selections (ESC ( B).
-        Some('(' | ')' | '*' | '+' | '#' | '%') => {
-            chars.next();
-        }
-        _ => {}
-    }
-}
-
-/// A CSI's parameters and its final byte.
-fn skip_until_final(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    for c in chars.by_ref() {
-        if ('\x40'..='\x7e').contains(&c) {
-            return;
-        }
-    }
 }
 
 /// The `mcpServers` files: `--config`, else the project's `.mcp.json` (not trusted) and Claude
@@ -381,8 +262,7 @@ pub async fn run(common: Common<'_>, args: &ChatArgs) -> Outcome {
     let project =
         Arc::new(Mutex::new(if args.no_remember { Project::ephemeral() } else { Project::open(&project_root()) }));
     let disabled = project.lock().unwrap().state.disabled.clone();
-    let asker: Arc<dyn Asker> =
-        if person { Arc::new(Terminal { turn: tokio::sync::Mutex::new(()) }) } else { Arc::new(NoOne) };
+    let asker: Arc<dyn Asker> = if person { Arc::new(Terminal::new()) } else { Arc::new(NoOne) };
     let trusted: HashSet<String> = args.trust.iter().cloned().collect();
     let consent = Arc::new(Consent::new(allow, deny, args.yes, trusted, project.clone(), asker));
     let budget = Arc::new(mcp_host::sampling::Budget::new(10, 1024));
@@ -439,11 +319,11 @@ fn elicitation(
                     meta: None,
                 });
             }
-            tokio::task::spawn_blocking(move || {
-                crate::elicit::ask(&params, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
-            })
-            .await
-            .map_err(|e| e.to_string())
+            // Read through the chat's one reader: a form abandoned (Ctrl-C) takes no line.
+            let (mut typed, _abandon) = Typed::new();
+            tokio::task::spawn_blocking(move || crate::elicit::ask(&params, &mut typed, &mut std::io::stderr().lock()))
+                .await
+                .map_err(|e| e.to_string())
         }) as mcp::server::BoxFuture<_>
     })
 }
@@ -484,18 +364,29 @@ async fn once(host: &mut Host, prompt: &str, json: bool) -> Outcome {
 
 /// The interactive loop: prompts, `/mcp`, `/context`, `/quit`.
 async fn repl_loop(host: &mut Host, project: &Arc<Mutex<Project>>) -> Outcome {
-    eprintln!("mcp chat: {} server(s); /mcp, /context, /quit. Ctrl-C stops a turn.", host.servers().len());
+    eprintln!(
+        "mcp chat: {} server(s); /mcp, /context, /allow, /deny, /quit. Ctrl-C stops a turn.",
+        host.servers().len()
+    );
     show_servers(host);
     loop {
         eprint!("\n> ");
         let _ = std::io::stderr().flush();
-        let Some(Some(line)) = tokio::task::spawn_blocking(read_line).await.ok() else { return Outcome::Done };
+        let Some(line) = next_line().await else { return Outcome::Done };
         match line.as_str() {
             "" => continue,
             "/quit" | "/exit" => return Outcome::Done,
             "/mcp" => show_servers(host),
             "/context" => show_context(host),
             command if command.starts_with("/mcp ") => mcp_command(host, project, &command[5..]),
+            "/allow" | "/deny" => show_rules(host),
+            command if command.starts_with("/allow ") || command.starts_with("/deny ") => {
+                let (verb, rule) = command.split_once(' ').unwrap_or((command, ""));
+                match host.consent().remember_rule(rule.trim(), verb == "/allow") {
+                    Ok(done) => eprintln!("  {done}"),
+                    Err(why) => eprintln!("  {why}"),
+                }
+            }
             prompt => {
                 let run = host.run(prompt);
                 let result = tokio::select! {
@@ -526,6 +417,14 @@ fn show_servers(host: &Host) {
         let enabled = if host.is_enabled(&server.entry.name) { "" } else { " (disabled)" };
         eprintln!("  {}{enabled}: {state}; {tools} tools, about {tokens} tokens", server.entry.name);
     }
+}
+
+/// `/allow`, `/deny`: the rules in effect.
+fn show_rules(host: &Host) {
+    let (allow, deny) = host.consent().rules();
+    eprintln!("  allow: {}", if allow.is_empty() { "(none)".to_owned() } else { allow.join(", ") });
+    eprintln!("  deny: {}", if deny.is_empty() { "(none)".to_owned() } else { deny.join(", ") });
+    eprintln!("  /allow RULE, /deny RULE remember one for this project (server, server/*, server/tool)");
 }
 
 fn show_context(host: &Host) {
@@ -576,20 +475,6 @@ fn mcp_command(host: &mut Host, project: &Arc<Mutex<Project>>, rest: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_sequences_and_controls_never_reach_the_terminal() {
-        assert_eq!(clean("plain text\n\twith tab"), "plain text\n\twith tab");
-        assert_eq!(clean("\x1b[2J\x1b[Hcleared"), "cleared");
-        assert_eq!(clean("\x1b[1;31mred\x1b[0m"), "red");
-        assert_eq!(clean("\x1b]0;evil title\x07after"), "after");
-        assert_eq!(clean("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"), "link");
-        assert_eq!(clean("a\rb\x08c\x00d\x7f"), "abcd");
-        assert_eq!(clean("\u{9b}31mcsi"), "csi");
-        assert_eq!(clean("\u{202e}txt.exe"), "txt.exe");
-        assert_eq!(clean("日本語 ok"), "日本語 ok");
-        assert_eq!(clean("trailing \x1b"), "trailing ");
-    }
 
     #[test]
     fn the_nearest_project_config_is_found_from_a_subdirectory() {

@@ -20,6 +20,7 @@ mod login;
 mod output;
 mod skills;
 mod target;
+mod term;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

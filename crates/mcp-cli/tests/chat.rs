@@ -365,3 +365,138 @@ async fn a_server_cannot_drive_the_terminal_with_escape_sequences() {
     let title = tmux.run(&["display-message", "-p", "-t", "t", "#{pane_title}"]);
     assert!(!title.contains("pwned"), "the window was not retitled: {title}");
 }
+
+/// One `mcp chat` session in tmux over the hostile server: `steps` scripted, `prompt` typed,
+/// `answers` given to the questions in turn (each after its question shows), until `done`
+/// shows; the screen then.
+async fn hostile_session(
+    dir: &Path,
+    extra_env: &str,
+    steps: Vec<Step>,
+    prompt: &str,
+    answers: &[&str],
+    done: &str,
+) -> String {
+    let provider = ScriptedProvider::start(Flavor::Anthropic, steps).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir, &provider.url, extra_env);
+    tmux.wait_for("mcp chat:");
+    tmux.type_line(prompt);
+    for (i, answer) in answers.iter().enumerate() {
+        // The i-th question is on the screen once its prompt line shows i+1 times.
+        for _ in 0..400 {
+            if tmux.screen().matches("[d] never this tool").count() > i {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        tmux.type_line(answer);
+    }
+    tmux.wait_for(done);
+    tmux.screen()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn once_session_and_always_this_server_which_a_changed_tool_of_that_server_revokes() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("deleted");
+    config(
+        dir.path(),
+        ".mcp.json",
+        json!({"hostile": {"command": hostile().to_str().unwrap(), "env": {"HOSTILE_MARKER": marker.to_str().unwrap()}}}),
+    );
+    let read = || Step::call("hostile__read_notes", json!({}));
+    // `y` runs it once (asked again next time), `s` for the session (not asked the third
+    // time), `a` for the whole server.
+    let steps =
+        vec![read(), read(), read(), Step::call("hostile__delete_everything", json!({})), Step::say("FIRST-DONE")];
+    let screen = hostile_session(dir.path(), "", steps, "go", &["y", "s", "a"], "FIRST-DONE").await;
+    assert_eq!(screen.matches("hostile wants to run read_notes").count(), 2, "{screen}");
+    assert_eq!(screen.matches("hostile wants to run delete_everything").count(), 1, "{screen}");
+    assert!(marker.exists(), "delete_everything ran after `a`");
+    std::fs::remove_file(&marker).unwrap();
+    // Next session: the whole server is allowed, nothing is asked.
+    let steps = vec![Step::call("hostile__delete_everything", json!({})), Step::say("SECOND-DONE")];
+    let screen = hostile_session(dir.path(), "", steps, "again", &[], "SECOND-DONE").await;
+    assert!(!screen.contains("wants to run"), "{screen}");
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+    // One tool of the server changed (read_notes' description): the whole-server approval no
+    // longer holds, even for the tool that did not change.
+    let steps = vec![Step::call("hostile__delete_everything", json!({})), Step::say("THIRD-DONE")];
+    let env = "HOSTILE_DESCRIPTION='Reads the notes and mails them away.'";
+    let screen = hostile_session(dir.path(), env, steps, "once more", &["n"], "THIRD-DONE").await;
+    assert!(screen.contains("hostile wants to run delete_everything"), "{screen}");
+    assert!(screen.contains("tools changed since you allowed all of them"), "{screen}");
+    assert!(!marker.exists(), "declined");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_a_question_keeps_the_next_line_and_denials_are_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("deleted");
+    config(
+        dir.path(),
+        ".mcp.json",
+        json!({"hostile": {"command": hostile().to_str().unwrap(), "env": {"HOSTILE_MARKER": marker.to_str().unwrap()}}}),
+    );
+    let delete = || Step::call("hostile__delete_everything", json!({}));
+    let provider = ScriptedProvider::start(Flavor::Anthropic, vec![delete(), delete(), Step::say("FIRST-DONE")]).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir.path(), &provider.url, "");
+    tmux.wait_for("mcp chat:");
+    tmux.type_line("clean up");
+    tmux.wait_for("hostile wants to run delete_everything");
+    tmux.run(&["send-keys", "-t", "t", "C-c"]);
+    tmux.wait_for("interrupted");
+    // The next line reaches the chat, not the abandoned question.
+    tmux.type_line("/deny hostile/read_notes");
+    tmux.wait_for("denying hostile/read_notes from now on in this project");
+    tmux.type_line("/allow");
+    tmux.wait_for("hostile/read_notes (remembered)");
+    // `d`: never this tool, remembered.
+    tmux.type_line("go");
+    tmux.wait_for("[d] never this tool");
+    tmux.type_line("d");
+    tmux.wait_for("FIRST-DONE");
+    assert!(!marker.exists());
+    drop(tmux);
+    // Next session: both denials hold without a question, and the model is told.
+    let steps = vec![delete(), Step::call("hostile__read_notes", json!({})), Step::say("MODEL-READ: {last_result}")];
+    let screen = hostile_session(dir.path(), "", steps, "try", &[], "MODEL-READ").await;
+    assert!(!screen.contains("wants to run"), "{screen}");
+    assert!(screen.contains("do not allow hostile/read_notes"), "{screen}");
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_task_cancels_the_task_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    config(
+        dir.path(),
+        ".mcp.json",
+        json!({"example": {"command": example().to_str().unwrap(), "args": ["--audit-log", audit.to_str().unwrap()]}}),
+    );
+    let steps = vec![Step::call("example__countdown", json!({"ms": 30000})), Step::say("never")];
+    let provider = ScriptedProvider::start(Flavor::Anthropic, steps).await;
+    let tmux = Tmux::new();
+    chat_in_tmux(&tmux, dir.path(), &provider.url, "");
+    tmux.wait_for("mcp chat:");
+    tmux.type_line("count down");
+    tmux.wait_for("example wants to run countdown");
+    tmux.type_line("y");
+    // Its task is working (its status shows as progress), then Ctrl-C.
+    tmux.wait_for("working");
+    tmux.run(&["send-keys", "-t", "t", "C-c"]);
+    tmux.wait_for("interrupted");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(&audit).unwrap_or_default();
+        if log.lines().any(|l| l.contains("\"tasks/cancel\"")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no tasks/cancel reached the server:\n{log}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

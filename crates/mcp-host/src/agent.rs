@@ -196,6 +196,9 @@ impl Host {
         for server in servers.iter().filter(|s| s.entry.trusted) {
             consent.trust(&server.entry.name);
         }
+        for server in &servers {
+            consent.set_server_tools(&server.entry.name, &server.tools());
+        }
         let disabled = servers.iter().filter(|s| s.state() == State::Disabled).map(|s| s.entry.name.clone()).collect();
         Host {
             provider,
@@ -274,6 +277,11 @@ impl Host {
     /// The servers.
     pub fn servers(&self) -> &[Arc<Server>] {
         &self.servers
+    }
+
+    /// The consent policy.
+    pub fn consent(&self) -> &Consent {
+        &self.consent
     }
 
     /// The session's fence.
@@ -418,6 +426,7 @@ impl Host {
             match server.refresh_tools().await {
                 Ok(true) => {
                     changed = true;
+                    self.consent.set_server_tools(&server.entry.name, &server.tools());
                     self.emit(Event::Notice(format!("{}: its tools changed", server.entry.name)));
                 }
                 Ok(false) => {}

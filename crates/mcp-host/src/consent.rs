@@ -29,6 +29,14 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// The rule as written in its shortest form (`server/*`, `server/tool`).
+    pub fn text(&self) -> String {
+        match self {
+            Rule::Server(server) => format!("{server}/*"),
+            Rule::Tool(server, tool) => format!("{server}/{tool}"),
+        }
+    }
+
     /// Reads a rule.
     pub fn parse(text: &str) -> Result<Rule, String> {
         let text = text.trim();
@@ -72,10 +80,13 @@ pub enum Answer {
     Session,
     /// This tool, from now on in this project.
     AlwaysTool,
-    /// Every tool of this server, from now on in this project.
+    /// Every tool of this server, from now on in this project (while its tools are the ones
+    /// they were then).
     AlwaysServer,
     /// No, with a reason the model reads.
     Deny(Option<String>),
+    /// No, and never this tool in this project.
+    NeverTool,
 }
 
 /// What is asked.
@@ -127,12 +138,22 @@ pub fn fingerprint(tool: &Tool) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The fingerprint of every tool of a server together (their order does not matter).
+pub fn server_fingerprint(tools: &[Tool]) -> String {
+    let mut each: Vec<String> = tools.iter().map(fingerprint).collect();
+    each.sort();
+    let digest = sha2::Sha256::digest(each.join(",").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The consent policy of a session.
 pub struct Consent {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     yes: bool,
     trusted: Mutex<HashSet<String>>,
+    /// The fingerprint of each server's tools as listed now.
+    servers_now: Mutex<std::collections::HashMap<String, String>>,
     project: Arc<Mutex<Project>>,
     session: Mutex<HashSet<(String, String)>>,
     asker: Arc<dyn Asker>,
@@ -157,7 +178,56 @@ impl Consent {
         project: Arc<Mutex<Project>>,
         asker: Arc<dyn Asker>,
     ) -> Consent {
-        Consent { allow, deny, yes, trusted: Mutex::new(trusted), project, session: Mutex::new(HashSet::new()), asker }
+        Consent {
+            allow,
+            deny,
+            yes,
+            trusted: Mutex::new(trusted),
+            servers_now: Mutex::new(std::collections::HashMap::new()),
+            project,
+            session: Mutex::new(HashSet::new()),
+            asker,
+        }
+    }
+
+    /// Tells the policy what `server`'s tools are now (at the start, and when they change):
+    /// "always this server" holds only while they are the ones approved.
+    pub fn set_server_tools(&self, server: &str, tools: &[Tool]) {
+        self.servers_now.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_owned(), server_fingerprint(tools));
+    }
+
+    /// Whether `server`'s tools changed since the person allowed all of them here; `None` when
+    /// they did not allow the whole server.
+    fn server_changed(&self, server: &str) -> Option<bool> {
+        let approved = self.project().state.servers_approved.get(server).cloned();
+        let now = self.servers_now.lock().unwrap_or_else(|e| e.into_inner()).get(server).cloned();
+        match (approved, now) {
+            (Some(approved), Some(now)) => Some(approved != now),
+            // A whole-server approval of an older file, or tools not known: ask again.
+            _ => Some(true),
+        }
+    }
+
+    /// Adds `rule` to the project's allow (or deny) rules, remembered; the rule in words, or
+    /// why it is no rule.
+    pub fn remember_rule(&self, rule: &str, allow: bool) -> Result<String, String> {
+        Rule::parse(rule)?;
+        let mut project = self.project();
+        let list = if allow { &mut project.state.allow } else { &mut project.state.deny };
+        Project::remember(list, rule);
+        project.save().map_err(|e| format!("cannot remember it: {e}"))?;
+        Ok(format!("{} {rule} from now on in this project", if allow { "allowing" } else { "denying" }))
+    }
+
+    /// The rules in effect: from the command line, then remembered (allow, deny).
+    pub fn rules(&self) -> (Vec<String>, Vec<String>) {
+        let project = self.project();
+        let show = |rules: &[Rule]| rules.iter().map(Rule::text).collect::<Vec<_>>();
+        let mut allow = show(&self.allow);
+        allow.extend(project.state.allow.iter().map(|r| format!("{r} (remembered)")));
+        let mut deny = show(&self.deny);
+        deny.extend(project.state.deny.iter().map(|r| format!("{r} (remembered)")));
+        (allow, deny)
     }
 
     /// Believes `server`'s read-only hints from now on (this session).
@@ -209,10 +279,21 @@ impl Consent {
         if self.allow.iter().any(|r| r.covers(server, name)) {
             return Decision::Allow("an --allow rule".into());
         }
-        let changed = self.change(server, tool);
+        let mut changed = self.change(server, tool);
         if changed.is_none() {
-            if parse_all(&self.project().state.allow).iter().any(|r| r.covers(server, name)) {
+            let remembered: Vec<Rule> = parse_all(&self.project().state.allow);
+            if remembered.iter().any(|r| matches!(r, Rule::Tool(s, t) if s == server && t == name)) {
                 return Decision::Allow("remembered for this project".into());
+            }
+            if remembered.iter().any(|r| r.covers(server, name)) {
+                match self.server_changed(server) {
+                    Some(false) => return Decision::Allow("this server, remembered for this project".into()),
+                    _ => {
+                        changed = Some(format!(
+                            "{server}'s tools changed since you allowed all of them, so it is asked again"
+                        ))
+                    }
+                }
             }
             if self.session.lock().unwrap_or_else(|e| e.into_inner()).contains(&(server.to_owned(), name.clone())) {
                 return Decision::Allow("allowed for this session".into());
@@ -246,6 +327,16 @@ impl Consent {
                 "The person declined {server}/{name}.{reason} Do not call it again unless they ask."
             ));
         }
+        if let Answer::NeverTool = answer {
+            let mut project = self.project();
+            Project::remember(&mut project.state.deny, &key(server, name));
+            if let Err(e) = project.save() {
+                tracing::warn!("cannot remember the decision: {e}");
+            }
+            return Decision::Deny(format!(
+                "The person does not allow {server}/{name} in this project. Do not call it again."
+            ));
+        }
         let mut project = self.project();
         let approved =
             Approved { fingerprint: fingerprint(tool), description: tool.description.clone().unwrap_or_default() };
@@ -259,6 +350,8 @@ impl Consent {
             }
             Answer::AlwaysServer => {
                 Project::remember(&mut project.state.allow, &format!("{server}/*"));
+                let now = self.servers_now.lock().unwrap_or_else(|e| e.into_inner()).get(server).cloned();
+                project.state.servers_approved.insert(server.to_owned(), now.unwrap_or_default());
             }
             _ => {}
         }
@@ -294,7 +387,7 @@ impl Consent {
             why,
         };
         match self.asker.ask(&question).await {
-            Answer::Deny(_) => Err(format!("the person declined the skill {key}")),
+            Answer::Deny(_) | Answer::NeverTool => Err(format!("the person declined the skill {key}")),
             Answer::Once | Answer::Session => Ok(()),
             Answer::AlwaysTool | Answer::AlwaysServer => {
                 let mut project = self.project();

@@ -42,6 +42,10 @@ pub struct ProjectState {
     /// Tool definitions as approved, by `server/tool`.
     #[serde(default)]
     pub approved: BTreeMap<String, Approved>,
+    /// Servers allowed whole here ("always this server"): the fingerprint of all their tools
+    /// then, by server. A server whose tools changed since is asked about again.
+    #[serde(default)]
+    pub servers_approved: BTreeMap<String, String>,
     /// Skills offered to the model here: the digest approved, by `server/skill`.
     #[serde(default)]
     pub skills: BTreeMap<String, String>,

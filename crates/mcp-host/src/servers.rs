@@ -109,6 +109,10 @@ fn entry_of(name: &str, entry: &Value, source: &Path, trusted: bool) -> Result<S
     } else {
         let program = entry.get("command").ok_or_else(|| fail("neither \"command\" nor \"url\"".into()))?;
         let mut command = StdioCommand::new(text(program)?);
+        // A Ctrl-C at the terminal is the host's to handle (it cancels what runs and carries on):
+        // the servers do not get it, and none outlives the host.
+        command.own_process_group = true;
+        command.die_with_parent = true;
         for arg in entry.get("args").and_then(Value::as_array).into_iter().flatten() {
             command.args.push(text(arg)?);
         }

@@ -81,6 +81,24 @@ fn result_of(value: Value) -> Result<CallToolResult, Error> {
     serde_json::from_value(value).map_err(|e| Error::protocol(format!("malformed tools/call result: {e}")))
 }
 
+/// Cancels a task whose follower was dropped before it ended.
+struct CancelOnDrop {
+    client: Option<Client>,
+    id: String,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let (Some(client), Ok(runtime)) = (self.client.take(), tokio::runtime::Handle::try_current()) else { return };
+        let id = std::mem::take(&mut self.id);
+        runtime.spawn(async move {
+            if let Err(e) = client.cancel_task(&id).await {
+                tracing::debug!("tasks/cancel of an abandoned task {id}: {e}");
+            }
+        });
+    }
+}
+
 impl Client {
     /// Calls a tool and lets it become a task when the server wants (2026-07-28) or offers one
     /// for this tool (2025-11-25).
@@ -163,7 +181,17 @@ impl Client {
     /// Follows the task `id` to its end and returns its result (a failed task is its error):
     /// polls at the server's hint, wakes early on its status notifications, answers its
     /// questions with the client's handlers, and tells `on_change` each new state.
-    pub async fn wait_task(&self, id: &str, mut on_change: impl FnMut(&TaskInfo)) -> Result<CallToolResult, Error> {
+    ///
+    /// Dropped before the task ends (the caller gave up: Ctrl-C, a timeout), it asks the
+    /// server to cancel the task, so that work nobody waits for stops.
+    pub async fn wait_task(&self, id: &str, on_change: impl FnMut(&TaskInfo)) -> Result<CallToolResult, Error> {
+        let mut guard = CancelOnDrop { client: Some(self.clone()), id: id.to_owned() };
+        let outcome = self.follow_task(id, on_change).await;
+        guard.client = None;
+        outcome
+    }
+
+    async fn follow_task(&self, id: &str, mut on_change: impl FnMut(&TaskInfo)) -> Result<CallToolResult, Error> {
         let modern = self.core.description().modern;
         let mut events = self.core.task_events.subscribe();
         let mut last: Option<(TaskStatus, Option<String>)> = None;

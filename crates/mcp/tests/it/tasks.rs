@@ -351,3 +351,29 @@ async fn status_changes_stream_through_subscriptions_listen() {
         .await;
     assert_eq!(without["error"]["code"], -32021);
 }
+
+#[tokio::test]
+async fn a_task_whose_caller_gives_up_is_cancelled_on_the_server() {
+    // The task's id, as the client sees it go by.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let sink = seen.clone();
+    let tracer: mcp::client::Tracer = std::sync::Arc::new(move |_, message: &Value| {
+        if let Some(id) = message["result"]["taskId"].as_str() {
+            sink.lock().unwrap().get_or_insert_with(|| id.to_owned());
+        }
+    });
+    let options = mcp::client::ClientOptions { tracer: Some(tracer), ..Default::default() };
+    let client = mcp::testing::connect_with(router(5), options).await.unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), client.call_tool("must", json!({"ms": 5000}))).await;
+    assert!(gave_up.is_err(), "the call was still running: {gave_up:?}");
+    let id = seen.lock().unwrap().clone().expect("the call became a task");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let task = client.get_task(&id).await.unwrap();
+        if task.status == mcp::types::tasks::TaskStatus::Cancelled {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the abandoned task was not cancelled: {task:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
