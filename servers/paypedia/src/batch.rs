@@ -4,7 +4,9 @@
 //! and a CSV report, one row per IBAN, written to a file as it goes and served as a resource.
 //!
 //! The check itself runs on a blocking thread, in chunks: between chunks it reports progress
-//! and stops within a chunk (a few milliseconds) once its task is cancelled.
+//! and stops within a chunk (a few milliseconds) once its task is cancelled. A batch read from a
+//! file is read line by line (twice: once to count, once to check), never whole. A report is
+//! bound to the account that ran the batch: another caller gets "no such report".
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -111,30 +113,42 @@ pub fn default_report_dir() -> PathBuf {
 
 /// The tool.
 pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<BatchOutput, ToolError> {
-    let text = match (args.input, args.uri) {
-        (Some(input), None) => input,
-        (None, Some(uri)) => read_input(&uri).await?,
+    let input = match (args.input, args.uri) {
+        (Some(input), None) => Input::Inline(input),
+        (None, Some(uri)) => Input::File(allowed_file(&uri)?),
         _ => {
             return Err(ToolError::new("Pass exactly one of input (the IBANs, one per line) and uri (a file of them)."))
         }
     };
-    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    // Cancelled (the task, or the call dropped), the counting and the check stop within a chunk.
+    let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_drop = StopOnDrop(stop.clone());
+    let (counting, counting_stop) = (input.clone(), stop.clone());
+    let lines = tokio::task::spawn_blocking(move || counting.count_lines(&counting_stop))
+        .await
+        .map_err(|e| ToolError::new(e.to_string()))??
+        .ok_or_else(|| ToolError::new("the batch was cancelled"))?;
     if lines > MAX_IBANS {
         return Err(ToolError::new(format!(
             "The batch has {lines} lines; at most {MAX_IBANS} IBANs fit in one batch: split it and start one batch per part."
         )));
     }
-    let (id, path) = new_report().map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let _stop_on_drop = StopOnDrop(stop.clone());
+    let (id, path) = new_report(&cx.account()).map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, usize)>(8);
     let worker_stop = stop.clone();
     let worker_path = path.clone();
     let mut worker = tokio::task::spawn_blocking(move || {
         let file = std::fs::File::create(&worker_path)?;
-        check_all(Data::current(), &text, lines, file, &worker_stop, |done, invalid| {
+        let report = |done, invalid| {
             let _ = tx.try_send((done, invalid));
-        })
+        };
+        match &input {
+            Input::Inline(text) => check_all(Data::current(), text.as_bytes(), lines, file, &worker_stop, report),
+            Input::File(path) => {
+                let reader = std::io::BufReader::new(std::fs::File::open(path)?);
+                check_all(Data::current(), reader, lines, file, &worker_stop, report)
+            }
+        }
     });
     let outcome = loop {
         tokio::select! {
@@ -148,6 +162,9 @@ pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<Bat
     let mut summary = match outcome {
         Ok(Ok(Some(summary))) => summary,
         Ok(Ok(None)) => return Err(ToolError::new("the batch was cancelled")),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(ToolError::new("the batch file is not UTF-8 text: save it as UTF-8, one IBAN per line"))
+        }
         Ok(Err(e)) => return Err(ToolError::new(format!("cannot write the report: {e}"))),
         Err(e) => return Err(ToolError::new(format!("the batch stopped: {e}"))),
     };
@@ -159,6 +176,49 @@ pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<Bat
         parts: summary.total.div_ceil(PART_ROWS).max(1),
     };
     Ok(BatchOutput(summary))
+}
+
+/// Where a batch's IBANs are.
+#[derive(Clone)]
+enum Input {
+    /// In the request.
+    Inline(String),
+    /// In a file the server may read (checked).
+    File(PathBuf),
+}
+
+impl Input {
+    /// Its non-blank lines, counted as they are read; `None` once `stop` is set.
+    fn count_lines(&self, stop: &AtomicBool) -> Result<Option<usize>, ToolError> {
+        match self {
+            Input::Inline(text) => Ok(Some(text.lines().filter(|l| !l.trim().is_empty()).count())),
+            Input::File(path) => {
+                use std::io::BufRead;
+                let file = std::fs::File::open(path)
+                    .map_err(|e| ToolError::new(format!("cannot read {}: {e}", path.display())))?;
+                let mut reader = std::io::BufReader::new(file);
+                let (mut count, mut read, mut line) = (0, 0usize, String::new());
+                loop {
+                    line.clear();
+                    read += 1;
+                    if read % CHUNK == 0 && stop.load(Ordering::Relaxed) {
+                        eprintln!("iban_check_batch: stopped after 0 of {count}+ IBANs, while counting (cancelled)");
+                        return Ok(None);
+                    }
+                    match reader.read_line(&mut line) {
+                        Ok(0) => return Ok(Some(count)),
+                        Ok(_) => count += usize::from(!line.trim().is_empty()),
+                        Err(_) => {
+                            return Err(ToolError::new(format!(
+                                "cannot read {}: it must be UTF-8 text, one IBAN per line",
+                                path.display()
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The tool's output: the summary as text and structured content, and a link to the report.
@@ -215,8 +275,8 @@ pub fn report_link(summary: &BatchSummary) -> ContentBlock {
     })
 }
 
-/// Reads a `file://` URI inside an allowed directory.
-async fn read_input(uri: &str) -> Result<String, ToolError> {
+/// The file a `file://` URI names, if it is inside an allowed directory and not too large.
+fn allowed_file(uri: &str) -> Result<PathBuf, ToolError> {
     let path = uri.strip_prefix("file://").ok_or_else(|| {
         ToolError::new(format!("uri {uri:?} is not a file:// URI; pass the IBANs inline with input, or a file:// URI"))
     })?;
@@ -236,10 +296,7 @@ async fn read_input(uri: &str) -> Result<String, ToolError> {
     if size > limit {
         return Err(ToolError::new(format!("{path} is {size} bytes: a batch file may be at most {limit} bytes")));
     }
-    tokio::task::spawn_blocking(move || std::fs::read_to_string(&real))
-        .await
-        .map_err(|e| ToolError::new(e.to_string()))?
-        .map_err(|e| ToolError::new(format!("cannot read {path}: {e} (it must be UTF-8 text)")))
+    Ok(real)
 }
 
 fn percent_decode(text: &str) -> String {
@@ -262,15 +319,23 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A new report file: its id and path (reports older than a day are removed on the way).
-fn new_report() -> std::io::Result<(String, PathBuf)> {
+/// A new report file for `account`: its id and path (reports older than a day are removed on
+/// the way). Beside it, `ID.owner` holds a digest of the account, which reading it must match.
+fn new_report(account: &str) -> std::io::Result<(String, PathBuf)> {
     let dir = &config().report_dir;
     std::fs::create_dir_all(dir)?;
     remove_old_reports(dir);
     let mut bytes = [0u8; 12];
     getrandom(&mut bytes);
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(dir.join(format!("{id}.owner")), owner_digest(account))?;
     Ok((id.clone(), dir.join(format!("{id}.csv"))))
+}
+
+/// The digest of an account as kept beside its reports (the account itself is not written).
+fn owner_digest(account: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(account.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn getrandom(bytes: &mut [u8]) {
@@ -298,18 +363,23 @@ fn remove_old_reports(dir: &Path) {
     }
 }
 
-/// The path of report `id`, if it exists.
-pub fn report_path(id: &str) -> Option<PathBuf> {
+/// The path of report `id`, if it exists and `account` ran it.
+pub fn report_path(id: &str, account: &str) -> Option<PathBuf> {
     let valid = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    let path = config().report_dir.join(format!("{id}.csv"));
-    (valid && path.exists()).then_some(path)
+    if !valid {
+        return None;
+    }
+    let dir = &config().report_dir;
+    let owner = std::fs::read_to_string(dir.join(format!("{id}.owner"))).ok()?;
+    let path = dir.join(format!("{id}.csv"));
+    (owner.trim() == owner_digest(account) && path.exists()).then_some(path)
 }
 
-/// Checks every non-blank line of `text`, writing a CSV row per line to `out`; `None` when
+/// Checks every non-blank line of `input`, read one at a time, writing a CSV row per line to `out`; `None` when
 /// stopped.
 pub fn check_all(
     data: &Data,
-    text: &str,
+    mut input: impl std::io::BufRead,
     total: usize,
     out: impl Write,
     stop: &AtomicBool,
@@ -325,8 +395,16 @@ pub fn check_all(
         by_error: BTreeMap::new(),
         report: ReportInfo { uri: String::new(), rows: 0, bytes: 0, parts: 0 },
     };
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        check_line(data, line, &mut summary, &mut out)?;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        check_line(data, &line, &mut summary, &mut out)?;
         if summary.total % CHUNK == 0 {
             if stop.load(Ordering::Relaxed) {
                 eprintln!("iban_check_batch: stopped after {} of {total} IBANs (cancelled)", summary.total);
@@ -398,7 +476,7 @@ mod tests {
         let text = "DE89 3704 0044 0532 0130 00\n\nfr76 3000 6000 0112 3456 7890 189\nDE89 3704 0044 0532 0130 01\nhello, world\n";
         let mut out = Vec::new();
         let stop = AtomicBool::new(false);
-        let summary = check_all(Data::embedded(), text, 4, &mut out, &stop, |_, _| {}).unwrap().unwrap();
+        let summary = check_all(Data::embedded(), text.as_bytes(), 4, &mut out, &stop, |_, _| {}).unwrap().unwrap();
         assert_eq!((summary.total, summary.valid, summary.invalid), (4, 2, 2));
         assert_eq!(summary.by_country["DE"], Counts { valid: 1, invalid: 1 });
         assert_eq!(summary.by_error["NoIban"], 1);
@@ -413,7 +491,8 @@ mod tests {
     fn a_stop_ends_the_work_within_a_chunk() {
         let text = "DE89370400440532013000\n".repeat(100_000);
         let stop = AtomicBool::new(true);
-        assert!(check_all(Data::embedded(), &text, 100_000, std::io::sink(), &stop, |_, _| {}).unwrap().is_none());
+        let input = text.as_bytes();
+        assert!(check_all(Data::embedded(), input, 100_000, std::io::sink(), &stop, |_, _| {}).unwrap().is_none());
     }
 }
 
@@ -434,15 +513,17 @@ pub struct PartParams {
 const WHOLE_REPORT_MAX: u64 = 8 * 1024 * 1024;
 
 fn missing(id: &str) -> ToolError {
-    ToolError::not_found(format!("No report {id}: reports are kept a day; run the batch again for a new one."))
+    ToolError::not_found(format!(
+        "No report {id} of yours: reports are kept a day, for the caller that ran the batch; run the batch again for a new one."
+    ))
 }
 
 /// `paypedia://reports/{id}`: the whole CSV report (small ones; larger ones are read in parts).
 pub async fn report_resource(
     r: mcp::server::ResourceRequest<ReportParams>,
-    _cx: RequestContext,
+    cx: RequestContext,
 ) -> Result<String, ToolError> {
-    let path = report_path(&r.params.id).ok_or_else(|| missing(&r.params.id))?;
+    let path = report_path(&r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     if size > WHOLE_REPORT_MAX {
         return Err(ToolError::invalid_params(format!(
@@ -458,12 +539,9 @@ pub async fn report_resource(
 
 /// `paypedia://reports/{id}/part/{n}`: rows `(n-1)*100000+1` to `n*100000` of a report, with its
 /// header; read line by line, so only the part is held.
-pub async fn report_part(
-    r: mcp::server::ResourceRequest<PartParams>,
-    _cx: RequestContext,
-) -> Result<String, ToolError> {
+pub async fn report_part(r: mcp::server::ResourceRequest<PartParams>, cx: RequestContext) -> Result<String, ToolError> {
     use std::io::BufRead;
-    let path = report_path(&r.params.id).ok_or_else(|| missing(&r.params.id))?;
+    let path = report_path(&r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
     let n = r.params.n;
     if n == 0 {
         return Err(ToolError::invalid_params("parts are numbered from 1"));

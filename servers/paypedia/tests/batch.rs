@@ -199,3 +199,30 @@ async fn the_2025_11_25_form_over_stdio() {
     let small = client.wait_task(&task_id(&small), |_| {}).await.unwrap();
     assert!(mcp::testing::assert_tool_ok(&small).contains("1 IBANs checked: 1 valid"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_is_readable_only_by_the_account_that_ran_the_batch() {
+    let dir = batch_dir();
+    std::fs::write(dir.path().join("latin1.txt"), b"DE89 3704 0044 0532 0130 00\n\xe9t\xe9\n").unwrap();
+    let input = dir.path().to_str().unwrap();
+    let server = HttpServer::start(PAYPEDIA, &["--input-dir", input, "--account-header", "X-Account"]).unwrap();
+    let alice = http_client(&server, Some("alice")).await;
+    let bob = http_client(&server, Some("bob")).await;
+    let inline = "DE89 3704 0044 0532 0130 00\nFR76 3000 6000 0112 3456 7890 189\n";
+    let result = alice.call_tool("iban_check_batch", json!({"input": inline})).await.unwrap();
+    let summary = result.structured_content.clone().expect("a summary");
+    let uri = summary["report"]["uri"].as_str().unwrap().to_owned();
+    let read = alice.read_resource(&uri).await.unwrap();
+    assert!(serde_json::to_string(&read).unwrap().contains("Commerzbank"), "{read:?}");
+    for uri in [uri.clone(), format!("{uri}/part/1")] {
+        let refused = bob.read_resource(&uri).await.expect_err("bob reads no report of alice's");
+        assert!(refused.to_string().contains("of yours"), "{refused}");
+        let anonymous = http_client(&server, None).await;
+        assert!(anonymous.read_resource(&uri).await.is_err(), "nor does an anonymous caller");
+    }
+    // A file that is not UTF-8 is refused in words, not read whole first.
+    let latin1 = format!("file://{}", std::fs::canonicalize(dir.path()).unwrap().join("latin1.txt").display());
+    let result = alice.call_tool("iban_check_batch", json!({"uri": latin1})).await.unwrap();
+    let said = mcp::testing::assert_tool_error(&result, "UTF-8");
+    assert!(said.contains("one IBAN per line"), "{said}");
+}

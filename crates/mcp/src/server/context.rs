@@ -315,6 +315,14 @@ impl RequestContext {
         self.inner.extensions.lock().unwrap().get::<T>().cloned()
     }
 
+    /// The account this request counts against, as the task cap and task visibility see it:
+    /// the authenticated caller, an `--account-header` value or a legacy HTTP session; an
+    /// anonymous 2026-07-28 HTTP request's source address (`anonymous:` and the IP); `local`
+    /// on stdio. A server binds what a caller made (a report, a file) to it.
+    pub fn account(&self) -> String {
+        crate::server::tasks::account_of(self)
+    }
+
     /// The authenticated caller: the subject, client, scopes and claims of its access token
     /// (HTTP behind a [`ResourceServer`](crate::auth::ResourceServer); `None` on stdio).
     pub fn caller(&self) -> Option<crate::server::identity::Identity> {
