@@ -144,32 +144,32 @@ pub fn from_config(path: &Path, name: Option<&str>) -> Result<Target, String> {
 }
 
 /// The server an `mcpServers` entry names: its `url` (with `headers` and `oauth`), else its
-/// `command` (with `args`, `env` and `cwd`).
+/// `command` (with `args`, `env` and `cwd`). `${VAR}` and `${VAR:-default}` in these strings
+/// are read from the environment, as Claude Code does (an unset variable without a default is
+/// an error naming it), so that secrets stay out of the file.
 pub fn entry_target(name: &str, entry: &Value) -> Result<Target, String> {
-    if let Some(url) = entry.get("url").and_then(Value::as_str) {
-        let headers = entry
-            .get("headers")
-            .and_then(Value::as_object)
-            .map(|h| h.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
-            .unwrap_or_default();
-        let oauth = OAuthEntry::from_json(entry).map_err(|e| format!("server {name:?}: {e}"))?;
-        return Ok(Target::Http(url.to_owned(), headers, oauth));
-    }
-    let command = entry
-        .get("command")
-        .and_then(Value::as_str)
-        .ok_or(format!("server {name:?} has neither \"command\" nor \"url\""))?;
-    let mut cmd = StdioCommand::new(command);
-    if let Some(args) = entry.get("args").and_then(Value::as_array) {
-        cmd = cmd.args(args.iter().filter_map(Value::as_str));
-    }
-    if let Some(env) = entry.get("env").and_then(Value::as_object) {
-        for (k, v) in env {
-            cmd = cmd.env(k, v.as_str().unwrap_or_default());
+    let text = |v: &Value| {
+        mcp_host::servers::expand(v.as_str().unwrap_or_default(), &|var| std::env::var(var).ok())
+            .map_err(|e| format!("server {name:?}: {e}"))
+    };
+    if let Some(url) = entry.get("url") {
+        let mut headers = Vec::new();
+        for (k, v) in entry.get("headers").and_then(Value::as_object).into_iter().flatten() {
+            headers.push((k.clone(), text(v)?));
         }
+        let oauth = OAuthEntry::from_json(entry).map_err(|e| format!("server {name:?}: {e}"))?;
+        return Ok(Target::Http(text(url)?, headers, oauth));
     }
-    if let Some(cwd) = entry.get("cwd").and_then(Value::as_str) {
-        cmd.cwd = Some(cwd.into());
+    let command = entry.get("command").ok_or(format!("server {name:?} has neither \"command\" nor \"url\""))?;
+    let mut cmd = StdioCommand::new(text(command)?);
+    for arg in entry.get("args").and_then(Value::as_array).into_iter().flatten() {
+        cmd.args.push(text(arg)?);
+    }
+    for (k, v) in entry.get("env").and_then(Value::as_object).into_iter().flatten() {
+        cmd.env.push((k.clone(), text(v)?));
+    }
+    if let Some(cwd) = entry.get("cwd") {
+        cmd.cwd = Some(text(cwd)?.into());
     }
     Ok(Target::Stdio(cmd))
 }

@@ -8,72 +8,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
 use common::gateway::Gateway;
-use common::oidc::{authorize_in_browser, free_port, http, http_with_head, setup, AuthServer, Protected};
+use common::oidc::{
+    call_iban, free_port, http, http_with_head, login, run, setup, stored, text, AuthServer, Protected, IBAN,
+};
 use common::{example, mcp};
-
-const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
-
-/// `mcp` with `args`, its tokens in `store`.
-fn run(store: &Path, args: &[&str]) -> Output {
-    Command::new(mcp()).args(args).env("MCP_AUTH_FILE", store).stdin(Stdio::null()).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// `mcp login URL --no-browser`, the browser played by curl following every redirect with a
-/// cookie jar, up to the loopback callback.
-fn login(store: &Path, url: &str, extra: &[&str]) -> Output {
-    let mut child = Command::new(mcp())
-        .args(["login", url, "--no-browser"])
-        .args(extra)
-        .env("MCP_AUTH_FILE", store)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let authorize = loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break None;
-        }
-        said.push_str(&line);
-        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http") && w.contains("code_challenge")) {
-            break Some(url.to_owned());
-        }
-    };
-    let authorize = authorize.unwrap_or_else(|| panic!("no authorization URL: {said}"));
-    assert!(
-        authorize.contains("code_challenge_method=S256")
-            && authorize.contains("state=")
-            && authorize.contains("resource=")
-    );
-    authorize_in_browser(&authorize, &store.with_extension("cookies"));
-    let mut out = child.wait_with_output().unwrap();
-    std::io::Read::read_to_end(&mut stderr, &mut out.stderr).unwrap();
-    out
-}
-
-fn stored(store: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(store).unwrap()).unwrap()
-}
-
-fn call_iban(store: &Path, url: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["--url", url, "call", "iban_check", "input=FR76 3000 6000 0112 3456 7890 189"];
-    args.extend_from_slice(extra);
-    run(store, &args)
-}
 
 /// Waits until the stored access token is due for renewal (in its last ten seconds).
 fn until_due(store: &Path) {

@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -267,4 +267,64 @@ pub fn authorize_in_browser(authorize: &str, jar: &std::path::Path) {
         "{}",
         String::from_utf8_lossy(&browser.stdout)
     );
+}
+
+/// An IBAN paypedia knows.
+pub const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+/// `mcp` with `args`, its tokens in `store`.
+pub fn run(store: &Path, args: &[&str]) -> Output {
+    Command::new(super::mcp()).args(args).env("MCP_AUTH_FILE", store).stdin(Stdio::null()).output().unwrap()
+}
+
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `mcp login URL --no-browser`, the browser played by curl following every redirect with a
+/// cookie jar, up to the loopback callback.
+pub fn login(store: &Path, url: &str, extra: &[&str]) -> Output {
+    let mut child = Command::new(super::mcp())
+        .arg("login")
+        .args((!url.is_empty()).then_some(url)) // none: --config and --server name it
+        .arg("--no-browser")
+        .args(extra)
+        .env("MCP_AUTH_FILE", store)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let authorize = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break None;
+        }
+        said.push_str(&line);
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http") && w.contains("code_challenge")) {
+            break Some(url.to_owned());
+        }
+    };
+    let authorize = authorize.unwrap_or_else(|| panic!("no authorization URL: {said}"));
+    assert!(
+        authorize.contains("code_challenge_method=S256")
+            && authorize.contains("state=")
+            && authorize.contains("resource=")
+    );
+    authorize_in_browser(&authorize, &store.with_extension("cookies"));
+    let mut out = child.wait_with_output().unwrap();
+    std::io::Read::read_to_end(&mut stderr, &mut out.stderr).unwrap();
+    out
+}
+
+pub fn stored(store: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(store).unwrap()).unwrap()
+}
+
+pub fn call_iban(store: &Path, url: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--url", url, "call", "iban_check", "input=FR76 3000 6000 0112 3456 7890 189"];
+    args.extend_from_slice(extra);
+    run(store, &args)
 }

@@ -96,7 +96,9 @@ async fn resource_metadata(fetcher: &Fetcher, urls: &[String], version: &str) ->
     for url in urls {
         let answer = match fetcher.get(url, &[("mcp-protocol-version", version.to_owned())]).await {
             Ok(answer) => answer,
-            Err(e) if e.contains("https") => return Err(AuthError::Discovery(e)),
+            // Plain http where https is needed, or a redirect to another host (a token for this
+            // server must never be asked for on another's word): said, not passed over.
+            Err(e) if e.contains("https") || e.contains("another host") => return Err(AuthError::Discovery(e)),
             Err(_) => continue,
         };
         if !answer.status.is_success() {
