@@ -26,7 +26,7 @@ mod pg {
     }
 
     const SCHEMA: &str = "
-CREATE SCHEMA crm;
+CREATE SCHEMA IF NOT EXISTS crm;
 CREATE TABLE crm.companies(
     id bigint PRIMARY KEY, name text NOT NULL, name_kana text NOT NULL, domain text NOT NULL);
 CREATE TABLE crm.customers(
@@ -94,15 +94,24 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
                         search would find nothing. Use a database with a UTF-8 ctype such as C.UTF-8."
                 .into());
         }
-        let exists: bool = client
-            .query_one("SELECT to_regclass('crm.customers') IS NOT NULL", &[])
+        let held: Vec<String> = client
+            .query(
+                "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = 'crm' ORDER BY 1 LIMIT 6",
+                &[],
+            )
             .await
-            .map_err(sql_error("looking for schema crm"))?
-            .get(0);
-        if exists {
-            return Err("crm.customers already exists: crm-mcp init only fills an empty database (DROP SCHEMA crm \
-                        CASCADE to start again)."
-                .into());
+            .map_err(sql_error("looking into schema crm"))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if !held.is_empty() {
+            return Err(format!(
+                "schema crm already holds {} (crm.customers already exists, or something else does): crm-mcp init \
+                 only fills an empty schema crm and touches nothing else; DROP SCHEMA crm CASCADE to start again, \
+                 or use another database",
+                held.join(", ")
+            ));
         }
         Ok(())
     }
@@ -205,12 +214,12 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
              CONNECTION LIMIT 32 PASSWORD %L', $1::text, $2::text)"
         );
         formatted(client, &template, &[&role, &password]).await?;
+        // Only what init made (schema crm and its tables) and the serving role are changed: what
+        // PUBLIC holds on the database or on schema public is the database owner's to decide.
         let grants = "SELECT format('REVOKE ALL ON SCHEMA crm FROM PUBLIC; \
             REVOKE ALL ON ALL TABLES IN SCHEMA crm FROM PUBLIC; \
             GRANT USAGE ON SCHEMA crm TO %1$I; \
-            GRANT SELECT ON crm.companies, crm.customers, crm.interactions TO %1$I; \
-            REVOKE CREATE ON SCHEMA public FROM PUBLIC; \
-            REVOKE TEMPORARY ON DATABASE %2$I FROM PUBLIC; \
+            GRANT SELECT ON crm.companies, crm.customers, crm.interactions, crm.meta TO %1$I; \
             REVOKE TEMPORARY ON DATABASE %2$I FROM %1$I; \
             ALTER ROLE %1$I SET default_transaction_read_only = on; \
             ALTER ROLE %1$I SET statement_timeout = ''3s''; \
@@ -220,16 +229,37 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
         let row = client
             .query_one(
                 "SELECT has_database_privilege($1, current_database(), 'TEMPORARY'), \
-                        has_table_privilege($1, 'crm.customers', 'INSERT')",
+                        has_table_privilege($1, 'crm.customers', 'INSERT'), \
+                        has_schema_privilege($1, 'public', 'CREATE'), current_database()::text",
                 &[&role],
             )
             .await
             .map_err(sql_error("checking the role"))?;
-        if row.get::<_, bool>(0) || row.get::<_, bool>(1) {
+        if row.get::<_, bool>(1) {
             return Err(format!(
-                "role {role} can still create temporary tables or write; run crm-mcp init as the database's owner \
-                 (REVOKE TEMPORARY ON DATABASE needs it)."
+                "role {role} can still write to crm.customers; run crm-mcp init as the schema's owner"
             ));
+        }
+        // What PUBLIC grants every role, said once with the statements that would close it.
+        let database: String = row.get(3);
+        for (held, what, fix) in [
+            (
+                row.get::<_, bool>(0),
+                "create temporary tables",
+                format!("REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"),
+            ),
+            (
+                row.get::<_, bool>(2),
+                "create objects in schema public",
+                "REVOKE CREATE ON SCHEMA public FROM PUBLIC".to_owned(),
+            ),
+        ] {
+            if held {
+                eprintln!(
+                    "crm-mcp init: note: role {role} may {what} through PUBLIC's default grant, which init leaves \
+                     as it is (every statement crm-mcp runs is READ ONLY). To close it for every role: {fix}"
+                );
+            }
         }
         Ok(())
     }

@@ -111,9 +111,46 @@ fn crm_mcp_on_postgresql() {
     assert!(!stderr(&out).contains(ADMIN_PASSWORD) && !stderr(&out).contains(RO_PASSWORD), "{}", stderr(&out));
     let again = crm(&["init", "--db", "postgres"], &env);
     assert!(!again.status.success() && stderr(&again).contains("already exists"), "{}", stderr(&again));
+    // init left PUBLIC's grants on the database as they were, and said so.
+    assert!(stderr(&out).contains("through PUBLIC's default grant"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("REVOKE TEMPORARY ON DATABASE crm FROM PUBLIC"), "{}", stderr(&out));
+    let public_temp =
+        "SELECT EXISTS (SELECT FROM pg_database d, aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a \
+                       WHERE d.datname = 'crm' AND a.grantee = 0 AND a.privilege_type = 'TEMPORARY')";
+    rt.block_on(async {
+        let c = client(&cluster.admin_url("crm")).await;
+        assert!(c.query_one(public_temp, &[]).await.unwrap().get::<_, bool>(0), "PUBLIC keeps TEMPORARY");
+    });
+    // A schema crm holding anything else is refused in words, and left as it was.
+    rt.block_on(async {
+        let admin = client(&cluster.admin_url("postgres")).await;
+        admin.batch_execute("CREATE DATABASE shared").await.unwrap();
+        let c = client(&cluster.admin_url("shared")).await;
+        c.batch_execute("CREATE SCHEMA crm; CREATE TABLE crm.notes (x int)").await.unwrap();
+    });
+    let shared = [("CRM_DATABASE_URL", cluster.admin_url("shared")), ("CRM_READONLY_PASSWORD", RO_PASSWORD.to_owned())];
+    let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = crm(&["init", "--db", "postgres", "--role", "other_ro"], &shared);
+    assert!(!out.status.success() && stderr(&out).contains("schema crm already holds notes"), "{}", stderr(&out));
 
     let ro_url = cluster.url("crm_mcp_ro", RO_PASSWORD, "crm");
+    // The server serves while PUBLIC may create temporary tables, and says so.
+    let out = crm(&[], &[("CRM_DATABASE_URL", &ro_url)]);
+    assert!(stderr(&out).contains("through PUBLIC's default grant"), "{}", stderr(&out));
+    // The database owner closes it, as the note says; then nothing can be created at all.
+    cluster.psql("crm", "REVOKE TEMPORARY ON DATABASE crm FROM PUBLIC").unwrap();
     rt.block_on(the_role_cannot_write(&ro_url));
+
+    // Data written with other search keys is refused, as on SQLite.
+    cluster.psql("crm", "UPDATE crm.meta SET value = '0' WHERE key = 'key_version'").unwrap();
+    let out = crm(&[], &[("CRM_DATABASE_URL", &ro_url)]);
+    assert!(!out.status.success() && stderr(&out).contains("other search keys (version 0"), "{}", stderr(&out));
+    cluster
+        .psql(
+            "crm",
+            &format!("UPDATE crm.meta SET value = '{}' WHERE key = 'key_version'", crm_mcp::normalize::KEY_VERSION),
+        )
+        .unwrap();
 
     // The server refuses to serve as a role that can write.
     let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.admin_url("crm"))]);
@@ -145,8 +182,11 @@ fn crm_mcp_on_postgresql() {
     }
     assert!(hit_ids(&call(&mut server, "search_customer", json!({"query": "山田 太郎"}))).contains(&1023));
 
-    // The server's own statement timeout: a lock holds the table, the search is cancelled in
-    // time, the answer says so in words, and the server serves again once the lock is gone.
+    // The server's own statement timeout, on a role with no default one (made by hand): a lock
+    // holds the table before the server ever prepared a statement, the search is cancelled by
+    // the session's 300 ms (not the client's backstop, 2 s later), the answer says so in words,
+    // and the server serves again once the lock is gone.
+    cluster.psql("crm", "ALTER ROLE crm_mcp_ro RESET statement_timeout").unwrap();
     let mut slow = spawn(&["--statement-timeout", "300"], &[("CRM_DATABASE_URL", &ro_url)]);
     let locker = rt.block_on(async {
         let c = client(&cluster.admin_url("crm")).await;
@@ -157,7 +197,11 @@ fn crm_mcp_on_postgresql() {
     let r = call(&mut slow, "search_customer", json!({"query": "yamada"}));
     assert_eq!(r["isError"], true, "{r}");
     assert!(text(&r).contains("longer than 300 ms"), "{r}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_millis(2000),
+        "the session's timeout fired, not the backstop: {waited:?}"
+    );
     let t = text(&r);
     assert!(!t.contains("SELECT") && !t.contains(RO_PASSWORD) && !t.contains("127.0.0.1"), "{t}");
     rt.block_on(async { locker.batch_execute("ROLLBACK").await.unwrap() });
@@ -176,7 +220,7 @@ fn crm_mcp_on_postgresql() {
             .await
             .unwrap()
             .get(0);
-        assert_eq!(tables, 4, "companies, customers, interactions, meta");
+        assert_eq!(tables, 4, "companies, customers, interactions, meta (crm.notes is another database's)");
     });
     drop(server);
     drop(from_file);

@@ -107,10 +107,17 @@ SELECT current_user::text, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypa
   bool_or(has_table_privilege(t, 'INSERT') OR has_table_privilege(t, 'UPDATE') OR has_table_privilege(t, 'DELETE')
           OR has_table_privilege(t, 'TRUNCATE') OR has_table_privilege(t, 'REFERENCES')
           OR has_table_privilege(t, 'TRIGGER')),
-  bool_and(has_table_privilege(t, 'SELECT'))
+  bool_and(has_table_privilege(t, 'SELECT')),
+  EXISTS (SELECT FROM pg_database d, aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+          WHERE d.datname = current_database() AND a.grantee = 0 AND a.privilege_type = 'TEMPORARY'),
+  EXISTS (SELECT FROM pg_namespace n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a
+          WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE')
 FROM pg_roles r, unnest(ARRAY['crm.customers', 'crm.companies', 'crm.interactions']) AS t
 WHERE r.rolname = current_user
 GROUP BY 1, 2, 3, 4, 5";
+
+/// The version of the search keys the data was written with.
+const KEY_VERSION_CHECK: &str = "SELECT value FROM crm.meta WHERE key = 'key_version'";
 
 struct Conn {
     client: Client,
@@ -168,6 +175,23 @@ pub async fn connect(config: &Config, tls: &MakeRustlsConnect) -> Result<Client,
     Ok(client)
 }
 
+/// [`connect`], then the session's own `statement_timeout` and `lock_timeout`: every statement
+/// of the session, its preparation (which waits for table locks) and the checks at start
+/// included, is cancelled by the server after `timeout`, whatever the role's defaults.
+pub async fn connect_timed(config: &Config, tls: &MakeRustlsConnect, timeout: Duration) -> Result<Client, String> {
+    let client = connect(config, tls).await?;
+    let ms = timeout.as_millis().max(1);
+    client
+        .batch_execute(&format!("SET statement_timeout = {ms}; SET lock_timeout = {ms}"))
+        .await
+        .map_err(|e| describe(&e))?;
+    Ok(client)
+}
+
+/// How long past the server's own timeout the server waits for a statement before it cancels
+/// it itself (a stalled network, a server that does not answer).
+const BACKSTOP: Duration = Duration::from_secs(2);
+
 /// An error in words, without the SQL or the connection string: the server's message and
 /// SQLSTATE, or what failed on the way.
 pub fn describe(e: &tokio_postgres::Error) -> String {
@@ -189,7 +213,7 @@ impl PgStore {
     /// Connects and checks that the role can only read.
     pub async fn open(config: Config, timeout: Duration) -> Result<PgStore, String> {
         let tls = tls()?;
-        let client = connect(&config, &tls).await?;
+        let client = connect_timed(&config, &tls, timeout).await?;
         let row = client.query_opt(ROLE_CHECK, &[]).await.map_err(|e| {
             format!("the database has no crm tables this role can see ({}); run crm-mcp init first", describe(&e))
         })?;
@@ -205,7 +229,27 @@ impl PgStore {
             (7, "may create objects in schema public"),
             (8, "may write to the crm tables"),
         ];
-        let wrong: Vec<&str> = powers.iter().filter(|(i, _)| row.get::<_, bool>(*i)).map(|(_, what)| *what).collect();
+        // What every role holds through PUBLIC's default grants (TEMPORARY on a database, CREATE
+        // on schema public before PostgreSQL 15) is not this role's doing, and crm-mcp init does
+        // not take it from everyone: it is said, and the server serves, every statement of it in
+        // a READ ONLY transaction, which forbids any CREATE.
+        let through_public = |i: usize| (i == 5 && row.get::<_, bool>(10)) || (i == 7 && row.get::<_, bool>(11));
+        for (i, what) in powers.iter().filter(|(i, _)| row.get::<_, bool>(*i) && through_public(*i)) {
+            let fix = if *i == 5 {
+                "REVOKE TEMPORARY ON DATABASE <db> FROM PUBLIC"
+            } else {
+                "REVOKE CREATE ON SCHEMA public FROM PUBLIC"
+            };
+            eprintln!(
+                "crm-mcp: note: the role {what} through PUBLIC's default grant; its statements run READ ONLY, \
+                       which forbids that. A database owner may close it for everyone: {fix}"
+            );
+        }
+        let wrong: Vec<&str> = powers
+            .iter()
+            .filter(|(i, _)| row.get::<_, bool>(*i) && !through_public(*i))
+            .map(|(_, what)| *what)
+            .collect();
         if !wrong.is_empty() {
             return Err(format!(
                 "refusing to serve as role {role:?}: it {}. Connect as the read-only role crm-mcp init creates \
@@ -215,6 +259,22 @@ impl PgStore {
         }
         if !row.get::<_, bool>(9) {
             return Err(format!("role {role:?} may not read every crm table; run crm-mcp init (it grants SELECT)"));
+        }
+        let version = client.query_opt(KEY_VERSION_CHECK, &[]).await.map_err(|e| {
+            format!(
+                "cannot read crm.meta as role {role:?} ({}): the search keys' version cannot be checked; \
+                 GRANT SELECT ON crm.meta TO {role} (crm-mcp init grants it)",
+                describe(&e)
+            )
+        })?;
+        let version: Option<String> = version.map(|r| r.get(0));
+        if version.as_deref() != Some(crate::normalize::KEY_VERSION) {
+            return Err(format!(
+                "the crm data was written with other search keys (version {}, this server reads {}): load it \
+                 again with crm-mcp init",
+                version.as_deref().unwrap_or("none"),
+                crate::normalize::KEY_VERSION
+            ));
         }
         let inner = Inner {
             config,
@@ -238,7 +298,7 @@ impl PgStore {
         if let Some(conn) = idle {
             return Ok(conn);
         }
-        match connect(&self.inner.config, &self.inner.tls).await {
+        match connect_timed(&self.inner.config, &self.inner.tls, self.inner.timeout).await {
             Ok(client) => Ok(Conn { client, statements: HashMap::new() }),
             Err(e) => {
                 eprintln!("crm-mcp: cannot connect to PostgreSQL: {e}");
@@ -249,7 +309,10 @@ impl PgStore {
 
     fn error(&self, e: &tokio_postgres::Error) -> StoreError {
         match e.code() {
-            Some(code) if *code == tokio_postgres::error::SqlState::QUERY_CANCELED => {
+            Some(code)
+                if *code == tokio_postgres::error::SqlState::QUERY_CANCELED
+                    || *code == tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE =>
+            {
                 StoreError::Timeout(self.inner.timeout)
             }
             Some(code) => {
@@ -268,7 +331,19 @@ impl PgStore {
     async fn query(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let _permit = self.inner.permits.acquire().await.map_err(|_| StoreError::Unavailable)?;
         let mut conn = self.checkout().await?;
-        let result = run(&mut conn, sql, params, self.inner.timeout).await;
+        let cancel = conn.client.cancel_token();
+        let limit = self.inner.timeout + BACKSTOP;
+        let result = match tokio::time::timeout(limit, run(&mut conn, sql, params, self.inner.timeout)).await {
+            Ok(result) => result,
+            Err(_) => {
+                // The server's own timeout did not end it: ask it to cancel, and drop the
+                // connection (its state is unknown).
+                eprintln!("crm-mcp: a statement outlived its timeout by {BACKSTOP:?}; cancelled by the client");
+                let tls = self.inner.tls.clone();
+                tokio::spawn(async move { cancel.cancel_query(tls).await });
+                return Err(StoreError::Timeout(self.inner.timeout));
+            }
+        };
         if !conn.client.is_closed() && result.is_ok() {
             if let Ok(mut idle) = self.inner.idle.lock() {
                 idle.push(conn);
