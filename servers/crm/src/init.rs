@@ -53,6 +53,7 @@ CREATE INDEX customers_kana_key ON crm.customers (kana_key);
 CREATE INDEX customers_latin_key ON crm.customers (latin_key);
 CREATE INDEX customers_latin_rev_key ON crm.customers (latin_rev_key);
 CREATE INDEX customers_email_key ON crm.customers (email_key);
+CREATE INDEX customers_by_len ON crm.customers (name_len, id);
 CREATE INDEX interactions_by_customer ON crm.interactions (customer_id, occurred_at DESC, id DESC);
 ANALYZE crm.companies, crm.customers, crm.interactions;
 ";

@@ -53,6 +53,16 @@ impl Search {
         Ok(Search { key, kana })
     }
 
+    /// Whether the key is a whole e-mail address (`local@domain.tld`).
+    pub fn is_email_address(&self) -> bool {
+        match self.key.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty() && !domain.contains('@') && domain.contains('.') && !domain.ends_with('.')
+            }
+            None => false,
+        }
+    }
+
     /// Length of the key in characters (the trigram index needs 3).
     pub fn key_chars(&self) -> usize {
         self.key.chars().count()
@@ -204,6 +214,10 @@ mod tests {
         assert!(Search::parse("ab\u{0}c").unwrap_err().contains("U+0000"));
         assert!(Search::parse("a\u{1b}[31m").unwrap_err().contains("U+001B"));
         assert_eq!(Search::parse("山田\t太郎").unwrap().key, "山田太郎");
+        assert!(Search::parse("YAMADA@EXAMPLE.COM").unwrap().is_email_address());
+        for not in ["example.org", "yamada@", "@example.com", "a@b", "山田"] {
+            assert!(!Search::parse(not).unwrap().is_email_address(), "{not}");
+        }
     }
 
     #[test]

@@ -73,7 +73,11 @@ impl Store {
         let take = limit + 1;
         let mut hits =
             if after.rank < 2 { self.search_tier(Tier::Prefix, search, after, take).await? } else { Vec::new() };
-        if hits.len() < take as usize {
+        // A whole e-mail address that matched is looked up, not searched for inside others: its
+        // exact and prefix hits come from the index and nothing is scanned (one that matched
+        // nothing is still searched for as part of others).
+        let address_found = search.is_email_address() && !hits.is_empty();
+        if hits.len() < take as usize && !address_found {
             let after = if after.rank < 2 { SearchAfter { rank: 1, name_len: i32::MAX, id: i64::MAX } } else { after };
             let more = take - hits.len() as u32;
             hits.extend(self.search_tier(Tier::Substring, search, after, more).await?);

@@ -1,7 +1,8 @@
 //! PostgreSQL: a small pool of connections as a role that may only `SELECT` the served tables
 //! (checked at start: a role that can write, create temporary tables or objects, or is a
-//! superuser is refused). Every request is one prepared statement inside a `READ ONLY`
-//! transaction that sets its own `statement_timeout`; nothing here ever sends model text as SQL.
+//! superuser is refused). Every session is `READ ONLY` with its own `statement_timeout` and
+//! `lock_timeout` from the moment it connects, and every request is one prepared statement;
+//! nothing here ever sends model text as SQL.
 //!
 //! Search uses `LIKE '%key%'` (the key's `%`, `_` and `\` escaped) on `pg_trgm` GIN indexes over
 //! the same key columns as SQLite, which serves 3+ characters from the index and 1–2 by a scan.
@@ -68,6 +69,20 @@ const SEARCH_SUBSTRING: &str = search!(
     "rank = 2 AND"
 );
 
+/// Substring hits of a 1- or 2-character key, which pg_trgm cannot index: the customers walked
+/// in page order (`customers_by_len`) until the page is full. `$1`, `$2`: key and kana; `$3`,
+/// `$4`: the cursor's name length and id; `$5`, `$6`: `LIKE` patterns; `$7`: the row count.
+const SEARCH_SHORT: &str = "
+SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
+FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
+WHERE (c.name_len, c.id) > ($3::int, $4::bigint)
+  AND (c.name_key LIKE $5 OR c.kana_key LIKE $5 OR c.latin_key LIKE $5 OR c.latin_rev_key LIKE $5
+       OR c.email_key LIKE $5 OR c.kana_key LIKE $6::text)
+  AND NOT (starts_with(c.name_key, $1::text) OR starts_with(c.kana_key, $1::text)
+       OR starts_with(c.latin_key, $1::text) OR starts_with(c.latin_rev_key, $1::text)
+       OR starts_with(c.email_key, $1::text) OR starts_with(c.kana_key, $2::text))
+ORDER BY c.name_len, c.id LIMIT $7::bigint";
+
 const CUSTOMER: &str = concat!(
     "SELECT c.id, c.name, c.name_kana, c.name_latin, c.email, c.phone, c.owner, ",
     utc!("c.created_at"),
@@ -95,8 +110,6 @@ const INTERACTION: &str = concat!(
     utc!("occurred_at"),
     ", channel, subject, left(body, $2::int) FROM crm.interactions WHERE id = $1::bigint"
 );
-
-const TIMEOUT: &str = "SELECT set_config('statement_timeout', $1::text, true)";
 
 /// What the serving role may do beyond reading, checked before serving.
 const ROLE_CHECK: &str = "
@@ -182,7 +195,9 @@ pub async fn connect_timed(config: &Config, tls: &MakeRustlsConnect, timeout: Du
     let client = connect(config, tls).await?;
     let ms = timeout.as_millis().max(1);
     client
-        .batch_execute(&format!("SET statement_timeout = {ms}; SET lock_timeout = {ms}"))
+        .batch_execute(&format!(
+            "SET statement_timeout = {ms}; SET lock_timeout = {ms}; SET default_transaction_read_only = on"
+        ))
         .await
         .map_err(|e| describe(&e))?;
     Ok(client)
@@ -327,13 +342,14 @@ impl PgStore {
         }
     }
 
-    /// Runs the prepared statement `sql` in a read-only transaction under the timeout.
+    /// Runs the prepared statement `sql` on a read-only session under its timeouts, with a
+    /// client-side backstop.
     async fn query(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let _permit = self.inner.permits.acquire().await.map_err(|_| StoreError::Unavailable)?;
         let mut conn = self.checkout().await?;
         let cancel = conn.client.cancel_token();
         let limit = self.inner.timeout + BACKSTOP;
-        let result = match tokio::time::timeout(limit, run(&mut conn, sql, params, self.inner.timeout)).await {
+        let result = match tokio::time::timeout(limit, run(&mut conn, sql, params)).await {
             Ok(result) => result,
             Err(_) => {
                 // The server's own timeout did not end it: ask it to cancel, and drop the
@@ -361,18 +377,22 @@ impl PgStore {
         take: u32,
     ) -> Result<Vec<CustomerHit>, StoreError> {
         let kana = search.kana.clone().unwrap_or_else(|| search.key.clone());
+        let take = i64::from(take);
+        if tier == Tier::Substring && search.key_chars() < 3 {
+            let (len, id) = if after.rank < 2 { (-1, i64::MIN) } else { (after.name_len, after.id) };
+            let (pattern, kana_pattern) = (contains_pattern(&search.key), contains_pattern(&kana));
+            let rows =
+                self.query(SEARCH_SHORT, &[&search.key, &kana, &len, &id, &pattern, &kana_pattern, &take]).await?;
+            return Ok(rows.iter().map(hit).collect());
+        }
         let (sql, bound, kana_bound) = match tier {
             Tier::Prefix => (SEARCH_PREFIX, prefix_end(&search.key), prefix_end(&kana)),
             Tier::Substring => (SEARCH_SUBSTRING, contains_pattern(&search.key), contains_pattern(&kana)),
         };
-        let take = i64::from(take);
         let rows = self
             .query(sql, &[&search.key, &kana, &after.rank, &after.name_len, &after.id, &take, &bound, &kana_bound])
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| CustomerHit::from_columns(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)))
-            .collect())
+        Ok(rows.iter().map(hit).collect())
     }
 
     /// See [`super::Store::customer`].
@@ -433,6 +453,11 @@ impl PgStore {
     }
 }
 
+/// A row of a search statement as a hit.
+fn hit(r: &Row) -> CustomerHit {
+    CustomerHit::from_columns(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6))
+}
+
 async fn prepared(conn: &mut Conn, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
     if let Some(statement) = conn.statements.get(sql) {
         return Ok(statement.clone());
@@ -442,20 +467,16 @@ async fn prepared(conn: &mut Conn, sql: &'static str) -> Result<Statement, tokio
     Ok(statement)
 }
 
+/// Runs `sql`, prepared once per connection. The session is `READ ONLY` and bounded by its
+/// timeouts since it connected ([`connect_timed`]): each statement is its own read-only
+/// transaction, one round trip.
 async fn run(
     conn: &mut Conn,
     sql: &'static str,
     params: &[&(dyn ToSql + Sync)],
-    timeout: Duration,
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
-    let timeout_ms = timeout.as_millis().max(1).to_string();
-    let set_timeout = prepared(conn, TIMEOUT).await?;
     let statement = prepared(conn, sql).await?;
-    let tx = conn.client.build_transaction().read_only(true).start().await?;
-    tx.query(&set_timeout, &[&timeout_ms]).await?;
-    let rows = tx.query(&statement, params).await?;
-    tx.commit().await?;
-    Ok(rows)
+    conn.client.query(&statement, params).await
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::query::{InteractionsBefore, Search, SearchAfter};
 
 /// Bumped whenever the schema or its indexes change: a database of another version is built
 /// again (the demo's cache file is named after it).
-pub const SCHEMA_VERSION: &str = "2";
+pub const SCHEMA_VERSION: &str = "3";
 
 /// The schema, written by `create`.
 const SCHEMA: &str = "
@@ -42,6 +42,7 @@ CREATE INDEX customers_kana_key ON customers(kana_key);
 CREATE INDEX customers_latin_key ON customers(latin_key);
 CREATE INDEX customers_latin_rev_key ON customers(latin_rev_key);
 CREATE INDEX customers_email_key ON customers(email_key);
+CREATE INDEX customers_by_len ON customers(name_len, id);
 CREATE VIRTUAL TABLE customers_fts USING fts5(
     name_key, kana_key, latin_key, latin_rev_key, email_key,
     content='customers', content_rowid='id', tokenize='trigram');
@@ -66,14 +67,26 @@ const PREFIX_FILTER: &str = "WHERE (c.name_key >= ?1 AND c.name_key < ?7) OR (c.
     OR (c.latin_key >= ?1 AND c.latin_key < ?7) OR (c.latin_rev_key >= ?1 AND c.latin_rev_key < ?7)
     OR (c.email_key >= ?1 AND c.email_key < ?7) OR (c.kana_key >= ?2 AND c.kana_key < ?8)";
 
+/// Substring hits of a 1- or 2-character key, which no trigram indexes: the customers walked in
+/// page order (`customers_by_len`) until the page is full, so a common character stops after a
+/// few rows. `?3`, `?4`: the cursor's name length and id; `?5`: the row count. Rows an exact or
+/// prefix match already gave are left out here.
+const SHORT_SUBSTRING: &str = "
+SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id
+WHERE (c.name_len, c.id) > (?3, ?4)
+  AND (instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1)
+       OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ?2))
+  AND NOT (substr(c.name_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?1)) = ?1
+       OR substr(c.latin_key, 1, length(?1)) = ?1 OR substr(c.latin_rev_key, 1, length(?1)) = ?1
+       OR substr(c.email_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?2)) = ?2)
+ORDER BY c.name_len, c.id LIMIT ?5";
+
 fn search_sql(tier: Tier, indexed: bool) -> String {
     let filter = match (tier, indexed) {
         (Tier::Prefix, _) => PREFIX_FILTER,
         (Tier::Substring, true) => "WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)",
-        (Tier::Substring, false) => {
-            "WHERE instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1) \
-             OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ?2)"
-        }
+        (Tier::Substring, false) => return SHORT_SUBSTRING.to_owned(),
     };
     let only = if tier == Tier::Substring { "rank = 2 AND" } else { "" };
     // `name_len` is both a column of `c` and of the hit; the outer query sees the hit's.
@@ -280,7 +293,8 @@ impl SqliteStore {
                     stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last])?
                 }
                 (Tier::Substring, false) => {
-                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take])?
+                    let (len, id) = if after.rank < 2 { (-1, i64::MIN) } else { (after.name_len, after.id) };
+                    stmt.query(params![key, kana, len, id, take])?
                 }
             };
             let mut hits = Vec::new();
