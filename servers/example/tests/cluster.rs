@@ -665,3 +665,124 @@ fn our_client_keeps_one_legacy_session_across_nodes_behind_nginx() {
         client.close().await;
     });
 }
+
+#[test]
+fn a_legacy_task_status_produced_on_one_node_reaches_the_get_stream_held_by_another() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, c) = (n[0].port(), n[2].port());
+    let session = session_with(a, json!({}));
+    // The GET stream is held by C (which takes it over from its relay at once).
+    let mut get = Stream::open(c, "GET", &session, None);
+    get.wait_open();
+    // A task made and run on A: its status changes are A's to tell, and C's stream has them.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "countdown", "arguments": {"ms": 300}, "task": {"ttl": 60000}}});
+    let (status, _, created) = legacy(a, Some(&session), call);
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    loop {
+        let (_, message) = get.next_event().expect("the task's statuses reach C's GET stream");
+        let this_task =
+            message["method"] == "notifications/tasks/status" && message["params"]["taskId"] == task.as_str();
+        if this_task && message["params"]["status"] == "completed" {
+            break;
+        }
+    }
+}
+
+#[test]
+fn changes_to_one_session_made_at_once_on_two_nodes_are_all_kept() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+    let session = session_with(a, json!({}));
+    // Both other nodes hold a copy of the same revision before the race.
+    for port in [b, c] {
+        assert_eq!(echo_in(port, &session, "warm").0, 200);
+    }
+    let threads: Vec<_> = (0..12)
+        .map(|i| {
+            let session = session.clone();
+            let port = if i % 2 == 0 { b } else { c };
+            std::thread::spawn(move || {
+                let uri = format!("example://greeting/n{i}");
+                let subscribe =
+                    json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": uri}});
+                let (status, _, r) = legacy(port, Some(&session), subscribe);
+                assert!(status == 200 && r["result"].is_object(), "{status} {r}");
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // The shared record holds all twelve, whichever node wrote last.
+    let port = redis.url().rsplit(':').next().unwrap().trim_end_matches('/').to_owned();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli").args(["-p", &port]).args(args).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let key = cli(&["--scan", "--pattern", &format!("*session:{session}")]).trim().to_owned();
+    let record: Value = serde_json::from_str(cli(&["HGET", &key, "record"]).trim()).unwrap();
+    let subscribed: Vec<&str> = record["subscriptions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for i in 0..12 {
+        assert!(subscribed.contains(&format!("example://greeting/n{i}").as_str()), "lost n{i}: {subscribed:?}");
+    }
+}
+
+#[test]
+fn a_2024_11_05_connection_is_served_whichever_node_its_posts_reach() {
+    use std::io::BufRead;
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b, c) = (n[0].port(), n[1].port(), n[2].port());
+    // The stream, on A.
+    let mut stream = TcpStream::connect(("127.0.0.1", a)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let open = format!("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{a}\r\nAccept: text/event-stream\r\n\r\n");
+    stream.write_all(open.as_bytes()).unwrap();
+    let mut reader = std::io::BufReader::new(stream);
+    let endpoint = loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream closed before its endpoint");
+        if let Some(path) = line.trim().strip_prefix("data: ") {
+            break path.to_owned();
+        }
+    };
+    assert!(endpoint.contains("sessionId="), "{endpoint}");
+    // Its messages POSTed to B and C, as a round-robin balancer would send them.
+    let post = |port: u16, body: Value| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let body = body.to_string();
+        let request = format!(
+            "POST {endpoint} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer.split_whitespace().nth(1).and_then(|s| s.parse::<u16>().ok()).unwrap_or(0)
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05",
+        "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+    assert_eq!(post(b, init), 202);
+    let mut answers = Vec::new();
+    let next = |reader: &mut std::io::BufReader<TcpStream>| loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream closed");
+        if let Some(data) = line.trim().strip_prefix("data: ") {
+            if let Ok(v) = serde_json::from_str::<Value>(data) {
+                return v;
+            }
+        }
+    };
+    answers.push(next(&mut reader));
+    assert_eq!(answers[0]["result"]["protocolVersion"], "2024-11-05", "{}", answers[0]);
+    assert_eq!(post(c, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})), 202);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "via C"}}});
+    assert_eq!(post(c, call), 202);
+    let answer = next(&mut reader);
+    assert_eq!(answer["result"]["content"][0]["text"], "via C", "{answer}");
+}

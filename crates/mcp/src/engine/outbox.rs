@@ -40,6 +40,12 @@ impl Outbox {
         self.tx.send(bytes).await.is_ok()
     }
 
+    /// Queues bytes that are already one serialized message if there is room now; `false` when
+    /// the queue is full or the other side is gone.
+    pub fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
+        self.tx.try_send(bytes).is_ok()
+    }
+
     /// Whether the receiving side is gone.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()

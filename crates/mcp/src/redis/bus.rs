@@ -35,6 +35,12 @@ fn encode(node: &str, event: &ClusterEvent) -> Value {
         ClusterEvent::SessionChanged(id) => json!({"o": node, "k": "session", "s": id}),
         ClusterEvent::Ended(id) => json!({"o": node, "k": "ended", "s": id}),
         ClusterEvent::Cancel { session, request } => json!({"o": node, "k": "cancel", "s": session, "r": request}),
+        ClusterEvent::LegacyPost { connection, caller, message } => {
+            json!({"o": node, "k": "legacy-post", "s": connection, "c": caller, "m": message})
+        }
+        ClusterEvent::Deliver { session, message } => {
+            json!({"o": node, "k": "deliver", "s": session, "m": String::from_utf8_lossy(message)})
+        }
         ClusterEvent::Response { session, id, outcome } => match outcome {
             Ok(result) => json!({"o": node, "k": "response", "s": session, "r": id, "ok": result}),
             Err(error) => json!({"o": node, "k": "response", "s": session, "r": id, "err": error}),
@@ -60,6 +66,12 @@ fn decode(node: &str, text: &str) -> Option<ClusterEvent> {
         "session" => ClusterEvent::SessionChanged(session()?),
         "ended" => ClusterEvent::Ended(session()?),
         "cancel" => ClusterEvent::Cancel { session: session()?, request: request()? },
+        "legacy-post" => ClusterEvent::LegacyPost {
+            connection: session()?,
+            caller: v["c"].as_str().map(str::to_owned),
+            message: v["m"].as_str()?.to_owned(),
+        },
+        "deliver" => ClusterEvent::Deliver { session: session()?, message: v["m"].as_str()?.as_bytes().to_vec() },
         "response" => {
             let outcome = match v.get("err") {
                 Some(error) => Err(serde_json::from_value(error.clone()).ok()?),
@@ -142,6 +154,8 @@ mod tests {
             ClusterEvent::SessionChanged("s".into()),
             ClusterEvent::Ended("s".into()),
             ClusterEvent::Cancel { session: "s".into(), request: RequestId::Number(4) },
+            ClusterEvent::Deliver { session: "s".into(), message: br#"{"jsonrpc":"2.0","method":"x"}"#.to_vec() },
+            ClusterEvent::LegacyPost { connection: "c".into(), caller: Some("alice".into()), message: "{}".into() },
             ClusterEvent::Response {
                 session: "s".into(),
                 id: RequestId::Number(1),

@@ -12,11 +12,24 @@ use super::eventlog::EventLog;
 use super::{describe, Redis};
 use crate::transport::http::directory::{ClusterEvent, SessionDirectory, SessionRecord, StreamLog};
 
+/// Stores a record if its revision is still the expected one: the new revision, `-1` when
+/// another node changed it first, `-2` when the session is gone.
+const PUT_IF: &str = r#"
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if not rev then return -2 end
+if tonumber(rev) ~= tonumber(ARGV[2]) then return -1 end
+redis.call('HSET', KEYS[1], 'record', ARGV[1])
+local new = redis.call('HINCRBY', KEYS[1], 'rev', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return new
+"#;
+
 /// Legacy sessions on Redis, and the channel between the nodes that serve them.
 pub struct RedisSessions {
     redis: Redis,
     bus: Arc<Bus>,
     log: EventLog,
+    put_if: redis::Script,
 }
 
 impl RedisSessions {
@@ -25,7 +38,7 @@ impl RedisSessions {
     pub fn new(redis: Redis) -> Self {
         let bus = Bus::start(redis.clone());
         let log = EventLog::start(redis.clone());
-        RedisSessions { redis, bus, log }
+        RedisSessions { redis, bus, log, put_if: redis::Script::new(PUT_IF) }
     }
 
     fn key(&self, id: &str) -> String {
@@ -84,6 +97,33 @@ impl SessionDirectory for RedisSessions {
             let mut conn = self.redis.conn();
             let (rev,): (u64,) = pipe.query_async(&mut conn).await.map_err(|e| describe(&e))?;
             Ok(rev)
+        })
+    }
+
+    fn put_if<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+        idle: Duration,
+        expected: u64,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
+            let mut conn = self.redis.conn();
+            let outcome: i64 = self
+                .put_if
+                .key(self.key(id))
+                .arg(json)
+                .arg(expected)
+                .arg(ms(idle))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| describe(&e))?;
+            match outcome {
+                -2 => Err("the session ended".into()),
+                -1 => Ok(None),
+                rev => Ok(Some(rev as u64)),
+            }
         })
     }
 

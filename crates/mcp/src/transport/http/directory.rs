@@ -43,6 +43,53 @@ pub struct SessionRecord {
     pub subscriptions: Vec<String>,
 }
 
+/// A change a request makes to its session's shared record, applied to the newest revision so
+/// that two nodes changing one session at once lose neither change.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordChange {
+    /// `logging/setLevel`.
+    Level(LoggingLevel),
+    /// `resources/subscribe`.
+    Subscribe(String),
+    /// `resources/unsubscribe`.
+    Unsubscribe(String),
+}
+
+impl RecordChange {
+    /// The change `method` with `params` makes, if any.
+    pub fn of(method: &str, params: Option<&str>) -> Option<RecordChange> {
+        let params: Value = serde_json::from_str(params?).ok()?;
+        match method {
+            "logging/setLevel" => Some(RecordChange::Level(serde_json::from_value(params.get("level")?.clone()).ok()?)),
+            "resources/subscribe" => Some(RecordChange::Subscribe(params.get("uri")?.as_str()?.to_owned())),
+            "resources/unsubscribe" => Some(RecordChange::Unsubscribe(params.get("uri")?.as_str()?.to_owned())),
+            _ => None,
+        }
+    }
+
+    /// Whether the request made it on this node's copy (a refused one is not shared).
+    pub fn made_on(&self, session: &crate::engine::session::Session) -> bool {
+        match self {
+            RecordChange::Level(level) => session.log_level() == Some(*level),
+            RecordChange::Subscribe(uri) => session.is_subscribed(uri),
+            RecordChange::Unsubscribe(uri) => !session.is_subscribed(uri),
+        }
+    }
+
+    /// Applies it to `record`.
+    pub fn apply(&self, record: &mut SessionRecord) {
+        match self {
+            RecordChange::Level(level) => record.log_level = Some(*level),
+            RecordChange::Subscribe(uri) => {
+                if !record.subscriptions.contains(uri) {
+                    record.subscriptions.push(uri.clone());
+                }
+            }
+            RecordChange::Unsubscribe(uri) => record.subscriptions.retain(|u| u != uri),
+        }
+    }
+}
+
 /// What one node tells the others.
 #[derive(Debug, Clone)]
 pub enum ClusterEvent {
@@ -69,6 +116,24 @@ pub enum ClusterEvent {
     },
     /// The session was deleted: copies go.
     Ended(String),
+    /// A message POSTed for a 2024-11-05 HTTP+SSE connection to a node that does not hold its
+    /// stream: the holder runs it.
+    LegacyPost {
+        /// The connection's `sessionId`.
+        connection: String,
+        /// The account that posted it (with authentication on, it must have opened it).
+        caller: Option<String>,
+        /// The message, one line of JSON.
+        message: String,
+    },
+    /// A message for a session's GET stream, from a node that does not hold it: the node that
+    /// holds it writes it there (task statuses, log messages, the server's requests).
+    Deliver {
+        /// The session.
+        session: String,
+        /// One serialized JSON-RPC message.
+        message: Vec<u8>,
+    },
 }
 
 /// What the shared log holds of one response stream.
@@ -82,6 +147,9 @@ pub struct StreamLog {
     pub producer_alive: bool,
     /// The request it answers.
     pub request: Option<RequestId>,
+    /// Some of its events never reached the log (the store was too far behind): a client
+    /// resuming it would miss them, so it is told instead.
+    pub gap: bool,
 }
 
 /// The shared table of legacy sessions, and the channel between the nodes that serve them.
@@ -102,6 +170,15 @@ pub trait SessionDirectory: Send + Sync + 'static {
     /// Stores a new or changed record, due to end after `idle` without activity; returns its
     /// new revision.
     fn put<'a>(&'a self, id: &'a str, record: &'a SessionRecord, idle: Duration) -> BoxFuture<'a, Result<u64, String>>;
+    /// Stores `record` only if the stored revision is still `expected`: `Ok(Some(new revision))`,
+    /// or `Ok(None)` when another node changed it first (read it again and re-apply).
+    fn put_if<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+        idle: Duration,
+        expected: u64,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>>;
     /// Pushes the idle deadline back and returns the revision; `None` if the session ended.
     fn touch<'a>(&'a self, id: &'a str, idle: Duration) -> BoxFuture<'a, Result<Option<u64>, String>>;
     /// The record and its revision.

@@ -1,6 +1,8 @@
 //! The 2024-11-05 HTTP+SSE transport: GET opens an event stream whose first event, `endpoint`,
 //! names the URL to POST messages to; answers come back on the stream. Each such connection runs
-//! the same engine as stdio over an in-process pipe.
+//! the same engine as stdio over an in-process pipe, on the node that holds its stream. In a
+//! cluster a POST that reaches another node is passed to the holder over the cluster channel
+//! ([`ClusterEvent::LegacyPost`]), so the transport works behind a round-robin balancer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +13,7 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 
+use super::directory::ClusterEvent;
 use super::{plain, sse, Body, Shared};
 use crate::server::connection::{serve_connection, ServeOptions};
 
@@ -78,21 +81,40 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity:
 
 /// POST `?sessionId=`: one message for a connection; answers go on its stream.
 pub(crate) async fn post(shared: &Arc<Shared>, id: &str, caller: Option<&str>, body: &[u8]) -> Response<Body> {
-    let entry = shared.old_sse.map.lock().unwrap().get(id).cloned();
-    let Some(writer) = entry.filter(|e| e.owner.as_deref() == caller).map(|e| e.writer) else {
-        return plain(StatusCode::NOT_FOUND, "unknown sessionId");
-    };
     // One message per line: re-encode so embedded newlines cannot split it.
     let line = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(v) => v.to_string(),
         Err(_) => String::from_utf8_lossy(body).replace(['\n', '\r'], " "),
     };
-    let mut w = writer.lock().await;
-    if w.write_all(line.as_bytes()).await.is_err() || w.write_all(b"\n").await.is_err() {
-        return plain(StatusCode::NOT_FOUND, "the connection is closed");
+    let here = shared.old_sse.map.lock().unwrap().contains_key(id);
+    match (here, &shared.config.directory) {
+        // Another node holds the stream (a round-robin balancer sent the POST here).
+        (false, Some(super::SharedSessions(directory))) => directory.publish(ClusterEvent::LegacyPost {
+            connection: id.to_owned(),
+            caller: caller.map(str::to_owned),
+            message: line,
+        }),
+        _ => {
+            if let Err(status) = deliver(shared, id, caller, &line).await {
+                return plain(status, "unknown sessionId");
+            }
+        }
     }
-    let _ = w.flush().await;
     let mut r = Response::new(sse::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
+}
+
+/// Writes one message line to connection `id` held here, if `caller` opened it.
+pub(crate) async fn deliver(shared: &Shared, id: &str, caller: Option<&str>, line: &str) -> Result<(), StatusCode> {
+    let entry = shared.old_sse.map.lock().unwrap().get(id).cloned();
+    let Some(writer) = entry.filter(|e| e.owner.as_deref() == caller).map(|e| e.writer) else {
+        return Err(StatusCode::NOT_FOUND);
+    };
+    let mut w = writer.lock().await;
+    if w.write_all(line.as_bytes()).await.is_err() || w.write_all(b"\n").await.is_err() {
+        return Err(StatusCode::NOT_FOUND);
+    }
+    let _ = w.flush().await;
+    Ok(())
 }

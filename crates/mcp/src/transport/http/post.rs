@@ -76,13 +76,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
     match envelope.kind() {
         Ok(MessageKind::Request { id, method, params }) => {
             let raw = RawParams::in_body(&body, params);
-            let changes_state =
-                matches!(&*method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe");
-            let to_save = session.clone().filter(|_| changes_state);
+            let change = super::directory::RecordChange::of(&method, params.map(|p| p.get()));
+            let to_save = session.clone().zip(change);
             let request_parts = RequestParts { headers: &parts.headers, session, caller, peer };
             let response = request(&shared, request_parts, id, &method, params, raw).await;
-            if let Some(session) = to_save {
-                if let Err(e) = save_session(&shared, &session).await {
+            if let Some((session, change)) = to_save.filter(|(s, c)| c.made_on(&s.session)) {
+                if let Err(e) = share_change(&shared, &session, &change).await {
                     tracing::warn!("the session's new state is not shared: {e}");
                 }
             }
@@ -506,6 +505,7 @@ async fn find_session(
             else {
                 return Err(unavailable("too many sessions on this node".into()));
             };
+            super::cluster::relay_get_messages(&entry, directory.clone());
             entry
         }
     };
@@ -522,6 +522,31 @@ fn random_id_base() -> i64 {
     let mut bytes = [0u8; 4];
     let _ = getrandom::fill(&mut bytes);
     i64::from(u32::from_le_bytes(bytes)) << 20
+}
+
+/// Applies `change` to the newest shared record of `session` (read again and re-applied when
+/// another node changed the record in between, so neither change is lost), then brings this
+/// copy in line with the result.
+async fn share_change(
+    shared: &Shared,
+    session: &HttpSession,
+    change: &super::directory::RecordChange,
+) -> Result<(), String> {
+    let Some(SharedSessions(directory)) = &shared.config.directory else { return Ok(()) };
+    for _ in 0..16 {
+        let Some((rev, mut record)) = directory.get(&session.id).await? else { return Err("the session ended".into()) };
+        change.apply(&mut record);
+        if let Some(new) = directory.put_if(&session.id, &record, shared.config.session_idle, rev).await? {
+            if let Some(level) = record.log_level {
+                session.session.set_log_level(level);
+            }
+            session.session.set_subscriptions(record.subscriptions);
+            session.rev.store(new, Ordering::Relaxed);
+            directory.publish(ClusterEvent::SessionChanged(session.id.clone()));
+            return Ok(());
+        }
+    }
+    Err("the session's record kept changing under this node".into())
 }
 
 /// Writes a session's record to the shared directory, if there is one.
@@ -554,6 +579,9 @@ async fn initialize(
     if let Err(e) = save_session(shared, &entry).await {
         shared.sessions.forget(&entry.id);
         return unavailable_for(Some(id), e);
+    }
+    if let Some(SharedSessions(directory)) = &shared.config.directory {
+        super::cluster::relay_get_messages(&entry, directory.clone());
     }
     let mut r = json(StatusCode::OK, response_bytes(&id, Ok(result)));
     if let Ok(v) = HeaderValue::from_str(&entry.id) {
@@ -750,8 +778,18 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
             }
         }
     }
-    let Ok(guard) = session.get_rx.clone().try_lock_owned() else {
-        return plain(StatusCode::CONFLICT, "this session already has an open GET stream");
+    let guard = match session.get_rx.clone().try_lock_owned() {
+        Ok(guard) => guard,
+        // In a cluster the relay to other nodes may hold the queue: it gives it up at once; an
+        // open GET stream does not.
+        Err(_) if shared.config.directory.is_some() => {
+            session.get_wanted.notify_one();
+            match tokio::time::timeout(GET_HANDOVER, session.get_rx.clone().lock_owned()).await {
+                Ok(guard) => guard,
+                Err(_) => return plain(StatusCode::CONFLICT, "this session already has an open GET stream"),
+            }
+        }
+        Err(_) => return plain(StatusCode::CONFLICT, "this session already has an open GET stream"),
     };
     session.get_open.store(true, Ordering::Relaxed);
     // List changes and resource updates reach the session while its GET stream is open.
@@ -765,6 +803,9 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     let body = sse::from_queue(guard, on_end, Some(Bytes::from_static(b": stream open\n\n")));
     sse_response(body)
 }
+
+/// How long a GET waits for the cluster relay to give its session's queue up.
+const GET_HANDOVER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// How often a stream produced on another node is read from the shared log.
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
@@ -793,6 +834,17 @@ fn resume_elsewhere(
                     return;
                 }
             };
+            if log.gap {
+                // Some events never reached the shared log: replaying the rest would hide that.
+                let error = ErrorObject::new(
+                    super::directory::STORE_UNAVAILABLE,
+                    "this response stream cannot be resumed whole (the shared store fell behind and lost some of \
+                     its events); call again",
+                );
+                let id = log.request.unwrap_or(RequestId::Number(0));
+                feed.push_at(after + 1, response_bytes(&id, Err(error)));
+                break;
+            }
             for (n, data) in log.events {
                 after = after.max(n);
                 feed.push_at(n, data);

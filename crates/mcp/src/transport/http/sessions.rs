@@ -19,8 +19,11 @@ const MAX_STREAMS: usize = 32;
 pub(crate) struct HttpSession {
     pub id: String,
     pub session: Arc<Session>,
-    /// Messages for the GET stream; a GET holds the lock while open.
+    /// Messages for the GET stream; a GET holds the lock while open (in a cluster, the relay
+    /// to other nodes holds it otherwise).
     pub get_rx: Arc<tokio::sync::Mutex<OutboxReceiver>>,
+    /// Tells the relay to give the queue up: a GET stream opens here.
+    pub get_wanted: Arc<tokio::sync::Notify>,
     pub inflight: Mutex<InFlight>,
     pub streams: Mutex<Vec<(u64, Arc<EventStream>)>>,
     next_stream: AtomicU64,
@@ -132,6 +135,7 @@ impl SessionTable {
             id: id.clone(),
             session,
             get_rx: Arc::new(tokio::sync::Mutex::new(get_rx)),
+            get_wanted: Arc::new(tokio::sync::Notify::new()),
             inflight: Mutex::new(InFlight::default()),
             streams: Mutex::new(Vec::new()),
             next_stream: AtomicU64::new(0),
