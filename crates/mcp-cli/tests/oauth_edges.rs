@@ -115,35 +115,22 @@ fn the_introspection_secret_can_come_from_the_environment() {
     let auth = AuthServer::start(&["--opaque-resource", &format!("{url}=paypedia:read")]);
     let introspection = format!("{}/token/introspection", auth.issuer);
     let start = |secret: &str| {
-        let mut child = Command::new(common::paypedia())
-            .args(["--http", &format!("127.0.0.1:{port}"), "--auth-issuer", &auth.issuer])
-            .args(["--auth-introspection", &introspection, "--auth-client-id", "resource-server"])
-            .env("MCP_AUTH_CLIENT_SECRET", secret)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let line = lines.next().and_then(Result::ok).unwrap_or_default();
-        assert!(line.contains("serving MCP"), "{line}");
-        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {}); // its stderr stays open
-        child
+        let args = ["--auth-issuer", auth.issuer.as_str(), "--auth-introspection", &introspection];
+        let args = [&args[..], &["--auth-client-id", "resource-server"]].concat();
+        Protected::start_with_env(port, &args, &[("MCP_AUTH_CLIENT_SECRET", secret)])
     };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("oauth.json");
     let token = auth.machine_token("machine-basic", &url, "paypedia:read");
-    let mut server = start("rs-secret");
+    let server = start("rs-secret");
     let out = call_iban(&store, &url, &["--header", &bearer(&token)]);
     assert!(out.status.success(), "{}", text(&out));
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
     // A wrong secret: introspection is refused, so is the token.
-    let mut server = start("wrong-secret");
+    let server = start("wrong-secret");
     let out = call_iban(&store, &url, &["--header", &bearer(&token)]);
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 }
 
 #[test]

@@ -219,9 +219,15 @@ pub struct Protected {
 
 impl Protected {
     pub fn start(port: u16, args: &[&str]) -> Protected {
+        Protected::start_with_env(port, args, &[])
+    }
+
+    /// [`Protected::start`] with environment variables.
+    pub fn start_with_env(port: u16, args: &[&str], env: &[(&str, &str)]) -> Protected {
         let mut child = Command::new(super::paypedia())
             .args(["--http", &format!("127.0.0.1:{port}")])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -44,11 +44,7 @@ async fn act(shared: &Shared, directory: &dyn SessionDirectory, event: ClusterEv
         ClusterEvent::SessionChanged(id) => {
             let Some(copy) = shared.sessions.peek(&id) else { return };
             if let Ok(Some((rev, record))) = directory.get(&id).await {
-                if let Some(level) = record.log_level {
-                    copy.session.set_log_level(level);
-                }
-                copy.session.set_subscriptions(record.subscriptions);
-                copy.rev.store(rev, std::sync::atomic::Ordering::Relaxed);
+                copy.adopt(rev, record);
             }
         }
         ClusterEvent::Response { session, id, outcome } => {

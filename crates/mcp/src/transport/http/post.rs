@@ -509,11 +509,7 @@ async fn find_session(
             entry
         }
     };
-    if let Some(level) = record.log_level {
-        entry.session.set_log_level(level);
-    }
-    entry.session.set_subscriptions(record.subscriptions);
-    entry.rev.store(rev, Ordering::Relaxed);
+    entry.adopt(rev, record);
     Ok(Some(entry))
 }
 
@@ -537,11 +533,7 @@ async fn share_change(
         let Some((rev, mut record)) = directory.get(&session.id).await? else { return Err("the session ended".into()) };
         change.apply(&mut record);
         if let Some(new) = directory.put_if(&session.id, &record, shared.config.session_idle, rev).await? {
-            if let Some(level) = record.log_level {
-                session.session.set_log_level(level);
-            }
-            session.session.set_subscriptions(record.subscriptions);
-            session.rev.store(new, Ordering::Relaxed);
+            session.adopt(new, record);
             directory.publish(ClusterEvent::SessionChanged(session.id.clone()));
             return Ok(());
         }

@@ -76,6 +76,15 @@ impl HttpSession {
         }
     }
 
+    /// Brings this copy in line with the shared `record` of revision `rev` (clusters).
+    pub fn adopt(&self, rev: u64, record: super::directory::SessionRecord) {
+        if let Some(level) = record.log_level {
+            self.session.set_log_level(level);
+        }
+        self.session.set_subscriptions(record.subscriptions);
+        self.rev.store(rev, Ordering::Relaxed);
+    }
+
     /// A stream by number, for `Last-Event-ID`.
     pub fn stream(&self, n: u64) -> Option<Arc<EventStream>> {
         self.streams.lock().unwrap().iter().find(|(k, _)| *k == n).map(|(_, s)| s.clone())
