@@ -24,10 +24,11 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 const ROUNDS: usize = 300;
 const RO_PASSWORD: &str = "bench-ro-password-1234";
 
-const CLASSES: [(&str, &[&str]); 5] = [
+const CLASSES: [(&str, &[&str]); 6] = [
     ("1 character", &["田", "藤", "木", "子", "a"]),
     ("2 characters", &["山田", "佐藤", "ヤマ", "たな", "ta"]),
     ("3+ characters", &["山田太郎", "ヤマダタロウ", "たかはし", "tanaka", "髙橋誠", "Haruka Sato"]),
+    ("rare or absent 1–2 characters", &["鬱", "ゐ", "zq", "ヂ", "@q"]),
     ("e-mail", &["yamada@example.com", "haruka.sato@example.com", "YAMADA@EXAMPLE.COM", "example.org"]),
     ("exact e-mail", &["yamada@example.com", "YAMADA@EXAMPLE.COM"]),
 ];

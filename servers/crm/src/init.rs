@@ -40,6 +40,9 @@ CREATE TABLE crm.interactions(
     id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES crm.customers(id),
     occurred_at timestamptz NOT NULL, channel text NOT NULL, subject text NOT NULL, body text NOT NULL);
 CREATE TABLE crm.meta(key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE crm.search_grams(
+    kind integer NOT NULL, gram text COLLATE \"C\" NOT NULL, name_len integer NOT NULL, id bigint NOT NULL,
+    PRIMARY KEY (kind, gram, name_len, id));
 ";
 
     const INDEXES: &str = "
@@ -48,14 +51,14 @@ CREATE INDEX customers_kana_trgm ON crm.customers USING gin (kana_key gin_trgm_o
 CREATE INDEX customers_latin_trgm ON crm.customers USING gin (latin_key gin_trgm_ops);
 CREATE INDEX customers_latin_rev_trgm ON crm.customers USING gin (latin_rev_key gin_trgm_ops);
 CREATE INDEX customers_email_trgm ON crm.customers USING gin (email_key gin_trgm_ops);
-CREATE INDEX customers_name_key ON crm.customers (name_key);
-CREATE INDEX customers_kana_key ON crm.customers (kana_key);
-CREATE INDEX customers_latin_key ON crm.customers (latin_key);
-CREATE INDEX customers_latin_rev_key ON crm.customers (latin_rev_key);
-CREATE INDEX customers_email_key ON crm.customers (email_key);
+CREATE INDEX customers_name_key ON crm.customers (name_key, name_len, id);
+CREATE INDEX customers_kana_key ON crm.customers (kana_key, name_len, id);
+CREATE INDEX customers_latin_key ON crm.customers (latin_key, name_len, id);
+CREATE INDEX customers_latin_rev_key ON crm.customers (latin_rev_key, name_len, id);
+CREATE INDEX customers_email_key ON crm.customers (email_key, name_len, id);
 CREATE INDEX customers_by_len ON crm.customers (name_len, id);
 CREATE INDEX interactions_by_customer ON crm.interactions (customer_id, occurred_at DESC, id DESC);
-ANALYZE crm.companies, crm.customers, crm.interactions;
+ANALYZE crm.companies, crm.customers, crm.interactions, crm.search_grams;
 ";
 
     const BATCH: usize = 5_000;
@@ -185,6 +188,24 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
                 .await
                 .map_err(sql_error("loading interactions"))?;
         }
+        let keys: Vec<(i64, CustomerKeys)> = data.customers.iter().map(|c| (c.id, CustomerKeys::of(c))).collect();
+        let grams = crate::grams::rows(&keys);
+        let insert =
+            "INSERT INTO crm.search_grams SELECT * FROM unnest($1::int[], $2::text[], $3::int[], $4::bigint[])";
+        for chunk in grams.chunks(BATCH * 10) {
+            let kinds: Vec<i32> = chunk.iter().map(|g| g.kind as i32).collect();
+            let texts: Vec<&str> = chunk.iter().map(|g| g.gram.as_str()).collect();
+            let lens: Vec<i32> = chunk.iter().map(|g| g.name_len).collect();
+            let ids: Vec<i64> = chunk.iter().map(|g| g.id).collect();
+            client
+                .execute(insert, &[&kinds, &texts, &lens, &ids])
+                .await
+                .map_err(sql_error("loading the search grams"))?;
+        }
+        client
+            .execute("INSERT INTO crm.meta VALUES ('schema_version', $1)", &[&crate::store::postgres::SCHEMA_VERSION])
+            .await
+            .map_err(sql_error("writing crm.meta"))?;
         client
             .execute("INSERT INTO crm.meta VALUES ('key_version', $1)", &[&crate::normalize::KEY_VERSION])
             .await
@@ -220,7 +241,7 @@ ANALYZE crm.companies, crm.customers, crm.interactions;
         let grants = "SELECT format('REVOKE ALL ON SCHEMA crm FROM PUBLIC; \
             REVOKE ALL ON ALL TABLES IN SCHEMA crm FROM PUBLIC; \
             GRANT USAGE ON SCHEMA crm TO %1$I; \
-            GRANT SELECT ON crm.companies, crm.customers, crm.interactions, crm.meta TO %1$I; \
+            GRANT SELECT ON crm.companies, crm.customers, crm.interactions, crm.meta, crm.search_grams TO %1$I; \
             REVOKE TEMPORARY ON DATABASE %2$I FROM %1$I; \
             ALTER ROLE %1$I SET default_transaction_read_only = on; \
             ALTER ROLE %1$I SET statement_timeout = ''3s''; \

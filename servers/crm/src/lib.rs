@@ -3,6 +3,7 @@
 //! - [`normalize`]: the search key (NFKC, case, spaces, kana, variant kanji), one for both
 //!   backends, written at load time and applied to every query;
 //! - [`dataset`]: the rows, from the demo CSVs built into the binary or a directory;
+//! - [`grams`]: the short pieces of the keys every search walks in page order;
 //! - [`store`]: SQLite (read-only file, FTS5 trigram) and PostgreSQL (`SELECT`-only role,
 //!   `pg_trgm`), behind one enum;
 //! - [`query`]: what the tools accept (queries, limits, cursors, dates), checked first;
@@ -12,6 +13,7 @@
 
 pub mod dataset;
 pub mod demo;
+pub mod grams;
 pub mod init;
 pub mod model;
 pub mod normalize;

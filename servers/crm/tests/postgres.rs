@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use crm_mcp::pg_cluster::{Cluster, ADMIN_PASSWORD};
 
-use common::{call, full_suite, hit_ids, spawn, text};
+use common::{call, full_suite, hit_ids, search_matches_the_definitions, spawn, text};
 use serde_json::json;
 
 const RO_PASSWORD: &str = "ro-Secret-Pass-9876";
@@ -169,6 +169,7 @@ fn crm_mcp_on_postgresql() {
     // The same suite as SQLite, through the read-only role; the URL also works from a file.
     let mut server = spawn(&[], &[("CRM_DATABASE_URL", &ro_url)]);
     full_suite(&mut server);
+    search_matches_the_definitions(&mut server, false);
     let dir = tempfile::tempdir().unwrap();
     let url_file = dir.path().join("url");
     std::fs::write(&url_file, format!("{ro_url}\n")).unwrap();
@@ -220,7 +221,10 @@ fn crm_mcp_on_postgresql() {
             .await
             .unwrap()
             .get(0);
-        assert_eq!(tables, 4, "companies, customers, interactions, meta (crm.notes is another database's)");
+        assert_eq!(
+            tables, 5,
+            "companies, customers, interactions, meta, search_grams (crm.notes is another database's)"
+        );
     });
     drop(server);
     drop(from_file);

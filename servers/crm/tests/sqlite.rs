@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{call, full_suite, hit_ids, spawn, text};
+use common::{call, full_suite, hit_ids, search_matches_the_definitions, spawn, text};
 use serde_json::json;
 
 #[test]
@@ -14,6 +14,7 @@ fn the_demo_database_with_no_option_at_all() {
     let cache_dir = cache.path().to_str().unwrap();
     let mut server = spawn(&[], &[("XDG_CACHE_HOME", cache_dir)]);
     full_suite(&mut server);
+    search_matches_the_definitions(&mut server, true);
     // A second start reuses the cached file.
     let mut again = spawn(&[], &[("XDG_CACHE_HOME", cache_dir)]);
     assert!(hit_ids(&call(&mut again, "search_customer", json!({"query": "山田"}))).contains(&1023));

@@ -4,8 +4,9 @@
 //! `lock_timeout` from the moment it connects, and every request is one prepared statement;
 //! nothing here ever sends model text as SQL.
 //!
-//! Search uses `LIKE '%key%'` (the key's `%`, `_` and `\` escaped) on `pg_trgm` GIN indexes over
-//! the same key columns as SQLite, which serves 3+ characters from the index and 1–2 by a scan.
+//! Search walks the same grams as SQLite (`crm.search_grams`, see [`crate::grams`]) and uses
+//! `LIKE '%key%'` (the key's `%`, `_` and `\` escaped) on `pg_trgm` GIN indexes over the same key
+//! columns for substrings of 3+ characters.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{prefix_end, StoreError, Tier, MAX_BODY_BYTES};
+use super::{inside_cursor, kana_walk_gram, prefix_end, walk_cursors, Step, StoreError, MAX_BODY_BYTES};
 use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary};
 use crate::query::{InteractionsBefore, Search, SearchAfter};
 
@@ -30,58 +31,176 @@ macro_rules! utc {
     };
 }
 
-/// A search statement: the hit columns and their rank, `$1` the key, `$2` the kana alternative,
-/// `$3`–`$5` the cursor, `$6` the row count; the filter's `$7`/`$8` depend on the tier.
-macro_rules! search {
-    ($filter:literal, $only:literal) => {
+/// A row equal to the query (`$1`) or its kana alternative (`$2`).
+macro_rules! exact {
+    () => {
+        "($1::text IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = $2::text)"
+    };
+}
+
+/// A row with a key starting with the query, or a reading starting with the kana alternative.
+macro_rules! starts {
+    () => {
+        "(starts_with(c.name_key, $1::text) OR starts_with(c.kana_key, $1::text)
+          OR starts_with(c.latin_key, $1::text) OR starts_with(c.latin_rev_key, $1::text)
+          OR starts_with(c.email_key, $1::text) OR starts_with(c.kana_key, $2::text))"
+    };
+}
+
+/// The substring test: `$5` (a `LIKE` pattern of the key) in any key, or `$6` (of the kana
+/// alternative) in the reading.
+macro_rules! inside {
+    () => {
+        "(c.name_key LIKE $5::text OR c.kana_key LIKE $5::text OR c.latin_key LIKE $5::text
+          OR c.latin_rev_key LIKE $5::text OR c.email_key LIKE $5::text OR c.kana_key LIKE $6::text)"
+    };
+}
+
+/// The hit columns of a search statement (`u`: the ids and ranks).
+macro_rules! hits_of {
+    ($ids:expr) => {
         concat!(
-            "SELECT * FROM (
-  SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
-    CASE WHEN $1::text IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key)
-              OR c.kana_key = $2::text THEN 0
-         WHEN starts_with(c.name_key, $1) OR starts_with(c.kana_key, $1) OR starts_with(c.latin_key, $1)
-              OR starts_with(c.latin_rev_key, $1) OR starts_with(c.email_key, $1)
-              OR starts_with(c.kana_key, $2) THEN 1
-         ELSE 2 END AS rank
-  FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
-  WHERE ",
-            $filter,
-            ") AS hit WHERE ",
-            $only,
-            " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
+            "SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, u.rank FROM (",
+            $ids,
+            ") u JOIN crm.customers c ON c.id = u.id LEFT JOIN crm.companies co ON co.id = c.company_id"
         )
     };
 }
 
-/// Exact and prefix hits from the btree indexes (`$7`, `$8`: the ends of the key ranges; the key
-/// columns use the "C" collation, so ranges are code-point ranges whatever the database's).
-const SEARCH_PREFIX: &str = search!(
-    "(c.name_key >= $1 AND c.name_key < $7) OR (c.kana_key >= $1 AND c.kana_key < $7)
+/// The exact hits on one key column, in page order after `($3, $4)`, at most `$5`.
+macro_rules! exact_on {
+    ($column:literal, $value:literal) => {
+        concat!(
+            "(SELECT id, 0 AS rank FROM crm.customers WHERE ",
+            $column,
+            " = ",
+            $value,
+            "::text AND (name_len, id) > ($3::int, $4::bigint) ORDER BY name_len, id LIMIT $5::bigint)"
+        )
+    };
+}
+
+/// The prefix hits found by walking the grams `(kind, gram)` after `($6, $7)`, at most `$10`
+/// gram rows, each checked with `$check` and left out when exact.
+macro_rules! prefix_walk {
+    ($kind:literal, $gram:literal, $check:expr) => {
+        concat!(
+            "(SELECT g.id, 1 AS rank FROM (SELECT name_len, id FROM crm.search_grams WHERE kind = ",
+            $kind,
+            " AND gram = ",
+            $gram,
+            "::text AND (name_len, id) > ($6::int, $7::bigint) ORDER BY name_len, id LIMIT $10::bigint) g
+             JOIN crm.customers c ON c.id = g.id WHERE ",
+            $check,
+            " AND NOT ",
+            exact!(),
+            " ORDER BY g.name_len, g.id LIMIT $5::bigint)"
+        )
+    };
+}
+
+/// [`super::Step::Walk`]: `$1`/`$2` key and kana alternative, `$3`/`$4` the exact hits' cursor,
+/// `$5` the row count, `$6`/`$7` the prefix hits' cursor, `$8`/`$9` the grams walked, `$10` the
+/// most gram rows walked (NULL: all).
+const WALK: &str = concat!(
+    hits_of!(concat!(
+        exact_on!("name_key", "$1"),
+        " UNION ",
+        exact_on!("kana_key", "$1"),
+        " UNION ",
+        exact_on!("latin_key", "$1"),
+        " UNION ",
+        exact_on!("latin_rev_key", "$1"),
+        " UNION ",
+        exact_on!("email_key", "$1"),
+        " UNION ",
+        exact_on!("kana_key", "$2"),
+        " UNION ",
+        prefix_walk!("1", "$8", starts!()),
+        " UNION ",
+        prefix_walk!("2", "$9", "starts_with(c.kana_key, $2::text)")
+    )),
+    " ORDER BY u.rank, c.name_len, c.id LIMIT $5::bigint"
+);
+
+/// [`super::Step::Ranges`]: exact and prefix hits from the btree ranges (`$7`, `$8`: the ends of
+/// the key ranges; the key columns use the "C" collation, so ranges are code-point ranges
+/// whatever the database's).
+const RANGES: &str = concat!(
+    "SELECT * FROM (
+  SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
+    CASE WHEN ",
+    exact!(),
+    " THEN 0 ELSE 1 END AS rank
+  FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
+  WHERE (c.name_key >= $1 AND c.name_key < $7) OR (c.kana_key >= $1 AND c.kana_key < $7)
      OR (c.latin_key >= $1 AND c.latin_key < $7) OR (c.latin_rev_key >= $1 AND c.latin_rev_key < $7)
-     OR (c.email_key >= $1 AND c.email_key < $7) OR (c.kana_key >= $2 AND c.kana_key < $8::text)",
-    ""
+     OR (c.email_key >= $1 AND c.email_key < $7) OR (c.kana_key >= $2 AND c.kana_key < $8::text)
+) AS hit WHERE",
+    " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
 );
 
-/// Substring hits (`$7`, `$8`: `LIKE` patterns), from the trigram indexes for 3+ characters.
-const SEARCH_SUBSTRING: &str = search!(
-    "c.name_key LIKE $7 OR c.kana_key LIKE $7 OR c.latin_key LIKE $7 OR c.latin_rev_key LIKE $7
-     OR c.email_key LIKE $7 OR c.kana_key LIKE $8::text",
-    "rank = 2 AND"
+/// [`super::Step::Address`]: an e-mail address among the e-mail keys (`$3`: the range's end).
+const ADDRESS: &str = "SELECT * FROM (
+  SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
+    CASE WHEN c.email_key = $1::text THEN 0 ELSE 1 END AS rank
+  FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
+  WHERE c.email_key >= $1::text AND c.email_key < $2::text
+) AS hit WHERE (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint";
+
+/// [`super::Step::InsideIndexed`]: substring hits from the trigram indexes (`$7`, `$8`: `LIKE`
+/// patterns of the key and the kana alternative).
+const INSIDE_INDEXED: &str = concat!(
+    "SELECT * FROM (
+  SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
+  FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
+  WHERE (c.name_key LIKE $7 OR c.kana_key LIKE $7 OR c.latin_key LIKE $7 OR c.latin_rev_key LIKE $7
+     OR c.email_key LIKE $7 OR c.kana_key LIKE $8::text) AND NOT ",
+    starts!(),
+    ") AS hit WHERE",
+    " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
 );
 
-/// Substring hits of a 1- or 2-character key, which pg_trgm cannot index: the customers walked
-/// in page order (`customers_by_len`) until the page is full. `$1`, `$2`: key and kana; `$3`,
-/// `$4`: the cursor's name length and id; `$5`, `$6`: `LIKE` patterns; `$7`: the row count.
-const SEARCH_SHORT: &str = "
-SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
+/// [`super::Step::InsideWalk`]: the next `$8` customers after `($3, $4)`, their substring hits,
+/// at most `$7`.
+const INSIDE_WALK: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
+FROM (SELECT id FROM crm.customers WHERE (name_len, id) > ($3::int, $4::bigint) ORDER BY name_len, id
+      LIMIT $8::bigint) w
+JOIN crm.customers c ON c.id = w.id LEFT JOIN crm.companies co ON co.id = c.company_id
+WHERE ",
+    inside!(),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT $7::bigint"
+);
+
+/// [`super::Step::ShortScan`]: the customers walked in page order (`customers_by_len`) until the
+/// page is full. `$3`, `$4`: the cursor; `$5`, `$6`: `LIKE` patterns; `$7`: the row count.
+const SHORT_SCAN: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
 FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
-WHERE (c.name_len, c.id) > ($3::int, $4::bigint)
-  AND (c.name_key LIKE $5 OR c.kana_key LIKE $5 OR c.latin_key LIKE $5 OR c.latin_rev_key LIKE $5
-       OR c.email_key LIKE $5 OR c.kana_key LIKE $6::text)
-  AND NOT (starts_with(c.name_key, $1::text) OR starts_with(c.kana_key, $1::text)
-       OR starts_with(c.latin_key, $1::text) OR starts_with(c.latin_rev_key, $1::text)
-       OR starts_with(c.email_key, $1::text) OR starts_with(c.kana_key, $2::text))
-ORDER BY c.name_len, c.id LIMIT $7::bigint";
+WHERE (c.name_len, c.id) > ($3::int, $4::bigint) AND ",
+    inside!(),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT $7::bigint"
+);
+
+/// [`super::Step::ShortGrams`]: the few customers the inside grams list for `$1` and `$2`.
+const SHORT_GRAMS: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len, 2 AS rank
+FROM (SELECT DISTINCT id FROM crm.search_grams WHERE kind = 3 AND gram IN ($1::text, $2::text)) g
+JOIN crm.customers c ON c.id = g.id LEFT JOIN crm.companies co ON co.id = c.company_id
+WHERE (c.name_len, c.id) > ($3::int, $4::bigint) AND ",
+    inside!(),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT $7::bigint"
+);
+
+/// Whether `$1` or `$2` is a dense gram.
+const DENSE: &str = "SELECT count(*) FROM crm.search_grams WHERE kind = 4 AND gram IN ($1::text, $2::text)";
 
 const CUSTOMER: &str = concat!(
     "SELECT c.id, c.name, c.name_kana, c.name_latin, c.email, c.phone, c.owner, ",
@@ -125,12 +244,17 @@ SELECT current_user::text, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypa
           WHERE d.datname = current_database() AND a.grantee = 0 AND a.privilege_type = 'TEMPORARY'),
   EXISTS (SELECT FROM pg_namespace n, aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a
           WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE')
-FROM pg_roles r, unnest(ARRAY['crm.customers', 'crm.companies', 'crm.interactions']) AS t
-WHERE r.rolname = current_user
+FROM pg_roles r, unnest(ARRAY['crm.customers', 'crm.companies', 'crm.interactions', 'crm.search_grams']) AS t
+WHERE r.rolname = current_user AND (t <> 'crm.search_grams' OR to_regclass(t) IS NOT NULL)
 GROUP BY 1, 2, 3, 4, 5";
 
-/// The version of the search keys the data was written with.
-const KEY_VERSION_CHECK: &str = "SELECT value FROM crm.meta WHERE key = 'key_version'";
+/// The version of the search keys the data was written with, and of the tables' layout.
+const KEY_VERSION_CHECK: &str = "SELECT (SELECT value FROM crm.meta WHERE key = 'key_version'),
+    (SELECT value FROM crm.meta WHERE key = 'schema_version')";
+
+/// Bumped whenever the tables or their indexes change: data written for another layout is
+/// refused until `crm-mcp init` loads it again.
+pub const SCHEMA_VERSION: &str = "2";
 
 struct Conn {
     client: Client,
@@ -282,13 +406,22 @@ impl PgStore {
                 describe(&e)
             )
         })?;
-        let version: Option<String> = version.map(|r| r.get(0));
+        let (version, layout): (Option<String>, Option<String>) =
+            version.map_or((None, None), |r| (r.get(0), r.get(1)));
         if version.as_deref() != Some(crate::normalize::KEY_VERSION) {
             return Err(format!(
                 "the crm data was written with other search keys (version {}, this server reads {}): load it \
                  again with crm-mcp init",
                 version.as_deref().unwrap_or("none"),
                 crate::normalize::KEY_VERSION
+            ));
+        }
+        if layout.as_deref() != Some(SCHEMA_VERSION) {
+            return Err(format!(
+                "the crm tables were laid out by another version of crm-mcp (layout {}, this server reads {}): \
+                 load the data again with crm-mcp init (DROP SCHEMA crm CASCADE first)",
+                layout.as_deref().unwrap_or("none"),
+                SCHEMA_VERSION
             ));
         }
         let inner = Inner {
@@ -368,30 +501,59 @@ impl PgStore {
         result.map_err(|e| self.error(&e))
     }
 
-    /// One tier of [`super::Store::search`].
-    pub async fn search_tier(
+    /// Whether `key` or `kana` is a dense gram.
+    pub async fn dense(&self, key: &str, kana: &str) -> Result<bool, StoreError> {
+        let rows = self.query(DENSE, &[&key, &kana]).await?;
+        Ok(rows.first().is_some_and(|r| r.get::<_, i64>(0) > 0))
+    }
+
+    /// One statement of [`super::Store::search`].
+    pub async fn search_step(
         &self,
-        tier: Tier,
+        step: Step,
         search: &Search,
         after: SearchAfter,
         take: u32,
     ) -> Result<Vec<CustomerHit>, StoreError> {
-        let kana = search.kana.clone().unwrap_or_else(|| search.key.clone());
+        let key = &search.key;
+        let kana = search.kana.clone().unwrap_or_else(|| key.clone());
         let take = i64::from(take);
-        if tier == Tier::Substring && search.key_chars() < 3 {
-            let (len, id) = if after.rank < 2 { (-1, i64::MIN) } else { (after.name_len, after.id) };
-            let (pattern, kana_pattern) = (contains_pattern(&search.key), contains_pattern(&kana));
-            let rows =
-                self.query(SEARCH_SHORT, &[&search.key, &kana, &len, &id, &pattern, &kana_pattern, &take]).await?;
-            return Ok(rows.iter().map(hit).collect());
-        }
-        let (sql, bound, kana_bound) = match tier {
-            Tier::Prefix => (SEARCH_PREFIX, prefix_end(&search.key), prefix_end(&kana)),
-            Tier::Substring => (SEARCH_SUBSTRING, contains_pattern(&search.key), contains_pattern(&kana)),
+        let (exact, prefix) = walk_cursors(after);
+        let (len, id) = inside_cursor(after);
+        let (pattern, kana_pattern) = (contains_pattern(key), contains_pattern(&kana));
+        let rows = match step {
+            Step::Walk { walk_rows } => {
+                let (gram, kana_gram) = (crate::grams::prefix_gram(key), kana_walk_gram(search));
+                self.query(
+                    WALK,
+                    &[key, &kana, &exact.0, &exact.1, &take, &prefix.0, &prefix.1, &gram, &kana_gram, &walk_rows],
+                )
+                .await?
+            }
+            Step::Ranges => {
+                let (end, kana_end) = (prefix_end(key), prefix_end(&kana));
+                self.query(RANGES, &[key, &kana, &after.rank, &after.name_len, &after.id, &take, &end, &kana_end])
+                    .await?
+            }
+            Step::Address => {
+                let end = prefix_end(key);
+                self.query(ADDRESS, &[key, &end, &after.rank, &after.name_len, &after.id, &take]).await?
+            }
+            Step::InsideIndexed => {
+                self.query(
+                    INSIDE_INDEXED,
+                    &[key, &kana, &after.rank, &after.name_len, &after.id, &take, &pattern, &kana_pattern],
+                )
+                .await?
+            }
+            Step::InsideWalk { rows } => {
+                self.query(INSIDE_WALK, &[key, &kana, &len, &id, &pattern, &kana_pattern, &take, &rows]).await?
+            }
+            Step::ShortScan => self.query(SHORT_SCAN, &[key, &kana, &len, &id, &pattern, &kana_pattern, &take]).await?,
+            Step::ShortGrams => {
+                self.query(SHORT_GRAMS, &[key, &kana, &len, &id, &pattern, &kana_pattern, &take]).await?
+            }
         };
-        let rows = self
-            .query(sql, &[&search.key, &kana, &after.rank, &after.name_len, &after.id, &take, &bound, &kana_bound])
-            .await?;
         Ok(rows.iter().map(hit).collect())
     }
 

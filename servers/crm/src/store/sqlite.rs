@@ -2,9 +2,9 @@
 //! and served through connections opened read-only with `query_only` on, each statement under a
 //! deadline (a progress handler interrupts it).
 //!
-//! Search runs on an FTS5 table with the trigram tokenizer over the key columns when the query
-//! key has 3 characters or more (a quoted phrase, so FTS5 operators in user text are text), and
-//! by scanning the key columns with `instr` for 1–2 characters, which trigrams cannot index.
+//! Search walks the grams of `search_grams` in page order (see [`crate::grams`]), and, for
+//! substrings of 3 characters or more, an FTS5 table with the trigram tokenizer over the key
+//! columns (a quoted phrase, so FTS5 operators in user text are text).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::{prefix_end, StoreError, Tier, MAX_BODY_BYTES};
+use super::{inside_cursor, kana_walk_gram, prefix_end, walk_cursors, Step, StoreError, MAX_BODY_BYTES};
 use crate::dataset::{CustomerKeys, Dataset};
 use crate::model::{self, Company, Customer, CustomerHit, Interaction, InteractionSummary};
 use crate::normalize::KEY_VERSION;
@@ -20,7 +20,7 @@ use crate::query::{InteractionsBefore, Search, SearchAfter};
 
 /// Bumped whenever the schema or its indexes change: a database of another version is built
 /// again (the demo's cache file is named after it).
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 
 /// The schema, written by `create`.
 const SCHEMA: &str = "
@@ -37,66 +37,193 @@ CREATE TABLE interactions(
     id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id),
     occurred_at TEXT NOT NULL, channel TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL);
 CREATE INDEX interactions_by_customer ON interactions(customer_id, occurred_at DESC, id DESC);
-CREATE INDEX customers_name_key ON customers(name_key);
-CREATE INDEX customers_kana_key ON customers(kana_key);
-CREATE INDEX customers_latin_key ON customers(latin_key);
-CREATE INDEX customers_latin_rev_key ON customers(latin_rev_key);
-CREATE INDEX customers_email_key ON customers(email_key);
+CREATE INDEX customers_name_key ON customers(name_key, name_len, id);
+CREATE INDEX customers_kana_key ON customers(kana_key, name_len, id);
+CREATE INDEX customers_latin_key ON customers(latin_key, name_len, id);
+CREATE INDEX customers_latin_rev_key ON customers(latin_rev_key, name_len, id);
+CREATE INDEX customers_email_key ON customers(email_key, name_len, id);
 CREATE INDEX customers_by_len ON customers(name_len, id);
+CREATE TABLE search_grams(
+    kind INTEGER NOT NULL, gram TEXT NOT NULL, name_len INTEGER NOT NULL, id INTEGER NOT NULL,
+    PRIMARY KEY(kind, gram, name_len, id)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE customers_fts USING fts5(
     name_key, kana_key, latin_key, latin_rev_key, email_key,
     content='customers', content_rowid='id', tokenize='trigram');
 ";
 
-/// The hit columns and their rank: 0 when a key equals the query, 1 when one starts with it.
-/// `?1` is the key, `?2` the kana alternative (the key again when there is none).
-const HIT_SELECT: &str = "
+/// A row equal to the query (`?1`) or its kana alternative (`?2`).
+macro_rules! exact {
+    () => {
+        "(?1 IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = ?2)"
+    };
+}
+
+/// A row with a key starting with the query, or a reading starting with the kana alternative.
+macro_rules! starts {
+    () => {
+        "(substr(c.name_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?1)) = ?1
+          OR substr(c.latin_key, 1, length(?1)) = ?1 OR substr(c.latin_rev_key, 1, length(?1)) = ?1
+          OR substr(c.email_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?2)) = ?2)"
+    };
+}
+
+/// The exact hits on one key column, in page order after `(?3, ?4)`, at most `?5`.
+macro_rules! exact_on {
+    ($column:literal, $value:literal) => {
+        concat!(
+            "SELECT id, 0 AS rank FROM (SELECT id FROM customers WHERE ",
+            $column,
+            " = ",
+            $value,
+            " AND (name_len, id) > (?3, ?4) ORDER BY name_len, id LIMIT ?5)"
+        )
+    };
+}
+
+/// The prefix hits found by walking the grams `(?kind, ?gram)` after `(?6, ?7)`, at most `?10`
+/// gram rows, each checked with `$check` and left out when exact.
+macro_rules! prefix_walk {
+    ($kind:literal, $gram:literal, $check:expr) => {
+        concat!(
+            "SELECT id, 1 AS rank FROM (SELECT g.id FROM (SELECT name_len, id FROM search_grams WHERE kind = ",
+            $kind,
+            " AND gram = ",
+            $gram,
+            " AND (name_len, id) > (?6, ?7) ORDER BY name_len, id LIMIT ?10) g JOIN customers c ON c.id = g.id
+             WHERE ",
+            $check,
+            " AND NOT ",
+            exact!(),
+            " ORDER BY g.name_len, g.id LIMIT ?5)"
+        )
+    };
+}
+
+/// [`super::Step::Walk`]: `?1`/`?2` key and kana alternative, `?3`/`?4` the exact hits' cursor,
+/// `?5` the row count, `?6`/`?7` the prefix hits' cursor, `?8`/`?9` the grams walked (the key's
+/// and the alternative's first characters), `?10` the most gram rows walked (-1: all).
+const WALK: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, u.rank FROM (",
+    exact_on!("name_key", "?1"),
+    " UNION ",
+    exact_on!("kana_key", "?1"),
+    " UNION ",
+    exact_on!("latin_key", "?1"),
+    " UNION ",
+    exact_on!("latin_rev_key", "?1"),
+    " UNION ",
+    exact_on!("email_key", "?1"),
+    " UNION ",
+    exact_on!("kana_key", "?2"),
+    " UNION ",
+    prefix_walk!("1", "?8", starts!()),
+    " UNION ",
+    prefix_walk!("2", "?9", "substr(c.kana_key, 1, length(?2)) = ?2"),
+    ") u JOIN customers c ON c.id = u.id LEFT JOIN companies co ON co.id = c.company_id
+    ORDER BY u.rank, c.name_len, c.id LIMIT ?5"
+);
+
+/// The substring test of [`super::Step::InsideWalk`] and the short steps: `?1` in any key, or
+/// `$kana` in the reading.
+macro_rules! inside {
+    ($kana:literal) => {
+        concat!(
+            "(instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1)
+          OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ",
+            $kana,
+            "))"
+        )
+    };
+}
+
+/// [`super::Step::InsideWalk`]: the next `?6` customers after `(?3, ?4)`, their substring hits
+/// (`?7`: the kana alternative when the trigram index would search it, else the key), at most `?5`.
+const INSIDE_WALK: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2
+FROM (SELECT id FROM customers WHERE (name_len, id) > (?3, ?4) ORDER BY name_len, id LIMIT ?6) w
+JOIN customers c ON c.id = w.id LEFT JOIN companies co ON co.id = c.company_id
+WHERE ",
+    inside!("?7"),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT ?5"
+);
+
+/// [`super::Step::ShortScan`]: the customers walked in page order (`customers_by_len`) until the
+/// page is full, so a common character stops after a few rows. `?3`, `?4`: the cursor; `?5`:
+/// the row count. Rows an exact or prefix match already gave are left out here.
+const SHORT_SCAN: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id
+WHERE (c.name_len, c.id) > (?3, ?4) AND ",
+    inside!("?2"),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT ?5"
+);
+
+/// [`super::Step::ShortGrams`]: the few customers the inside grams list for `?1` and `?2`.
+const SHORT_GRAMS: &str = concat!(
+    "SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2
+FROM (SELECT DISTINCT id FROM search_grams WHERE kind = 3 AND gram IN (?1, ?2)) g
+JOIN customers c ON c.id = g.id LEFT JOIN companies co ON co.id = c.company_id
+WHERE (c.name_len, c.id) > (?3, ?4) AND ",
+    inside!("?2"),
+    " AND NOT ",
+    starts!(),
+    " ORDER BY c.name_len, c.id LIMIT ?5"
+);
+
+/// Whether `?1` or `?2` is a dense gram.
+const DENSE: &str = "SELECT count(*) FROM search_grams WHERE kind = 4 AND gram IN (?1, ?2)";
+
+/// [`super::Step::Ranges`]: exact and prefix hits from the btree ranges of the key columns
+/// (`?7`, `?8`: the key and the kana alternative followed by U+10FFFF, the range's end).
+const RANGES: &str = concat!(
+    "SELECT * FROM (",
+    "
+SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len,
+  CASE WHEN ?1 IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = ?2 THEN 0
+       ELSE 1 END AS rank
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id",
+    " WHERE (c.name_key >= ?1 AND c.name_key < ?7) OR (c.kana_key >= ?1 AND c.kana_key < ?7)
+    OR (c.latin_key >= ?1 AND c.latin_key < ?7) OR (c.latin_rev_key >= ?1 AND c.latin_rev_key < ?7)
+    OR (c.email_key >= ?1 AND c.email_key < ?7) OR (c.kana_key >= ?2 AND c.kana_key < ?8)) AS hit WHERE ",
+    "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6"
+);
+
+/// [`super::Step::Address`]: an e-mail address among the e-mail keys (`?7`: the range's end).
+const ADDRESS: &str = "SELECT * FROM (
+SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, CASE WHEN c.email_key = ?1 THEN 0 ELSE 1 END AS rank
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id
+WHERE c.email_key >= ?1 AND c.email_key < ?7) AS hit
+WHERE (rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6";
+
+/// [`super::Step::InsideIndexed`]: substring hits of 3+ characters from the FTS5 trigram index
+/// (`?7`: the FTS5 query).
+const INSIDE_INDEXED: &str = concat!(
+    "SELECT * FROM (",
+    "
 SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len,
   CASE WHEN ?1 IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = ?2 THEN 0
        WHEN substr(c.name_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?1)) = ?1
          OR substr(c.latin_key, 1, length(?1)) = ?1 OR substr(c.latin_rev_key, 1, length(?1)) = ?1
          OR substr(c.email_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?2)) = ?2 THEN 1
        ELSE 2 END AS rank
-FROM customers c LEFT JOIN companies co ON co.id = c.company_id";
-
-const PAGE: &str = "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6";
-
-/// Exact and prefix hits, from the btree indexes on the key columns (`?7`, `?8`: the key and
-/// the kana alternative followed by U+10FFFF, the range's end).
-const PREFIX_FILTER: &str = "WHERE (c.name_key >= ?1 AND c.name_key < ?7) OR (c.kana_key >= ?1 AND c.kana_key < ?7)
-    OR (c.latin_key >= ?1 AND c.latin_key < ?7) OR (c.latin_rev_key >= ?1 AND c.latin_rev_key < ?7)
-    OR (c.email_key >= ?1 AND c.email_key < ?7) OR (c.kana_key >= ?2 AND c.kana_key < ?8)";
-
-/// Substring hits of a 1- or 2-character key, which no trigram indexes: the customers walked in
-/// page order (`customers_by_len`) until the page is full, so a common character stops after a
-/// few rows. `?3`, `?4`: the cursor's name length and id; `?5`: the row count. Rows an exact or
-/// prefix match already gave are left out here.
-const SHORT_SUBSTRING: &str = "
-SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2
-FROM customers c LEFT JOIN companies co ON co.id = c.company_id
-WHERE (c.name_len, c.id) > (?3, ?4)
-  AND (instr(c.name_key, ?1) OR instr(c.kana_key, ?1) OR instr(c.latin_key, ?1)
-       OR instr(c.latin_rev_key, ?1) OR instr(c.email_key, ?1) OR instr(c.kana_key, ?2))
-  AND NOT (substr(c.name_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?1)) = ?1
-       OR substr(c.latin_key, 1, length(?1)) = ?1 OR substr(c.latin_rev_key, 1, length(?1)) = ?1
-       OR substr(c.email_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?2)) = ?2)
-ORDER BY c.name_len, c.id LIMIT ?5";
-
-fn search_sql(tier: Tier, indexed: bool) -> String {
-    let filter = match (tier, indexed) {
-        (Tier::Prefix, _) => PREFIX_FILTER,
-        (Tier::Substring, true) => "WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)",
-        (Tier::Substring, false) => return SHORT_SUBSTRING.to_owned(),
-    };
-    let only = if tier == Tier::Substring { "rank = 2 AND" } else { "" };
-    // `name_len` is both a column of `c` and of the hit; the outer query sees the hit's.
-    format!("SELECT * FROM ({HIT_SELECT} {filter}) AS hit WHERE {only} {PAGE}")
-}
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id",
+    " WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)) AS hit WHERE rank = 2 AND ",
+    "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6"
+);
 
 /// An FTS5 phrase: the text between double quotes, its own quotes doubled, so that `OR`, `NEAR`,
 /// `*`, `:` or quotes in user input are matched as text.
 fn phrase(text: &str) -> String {
     format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// The kana alternative the trigram index searches (3+ characters), or the key.
+fn indexed_kana(search: &Search) -> &str {
+    search.kana.as_deref().filter(|k| k.chars().count() >= 3).unwrap_or(&search.key)
 }
 
 fn fts_query(search: &Search) -> String {
@@ -169,6 +296,13 @@ fn write(path: &Path, data: &Dataset) -> rusqlite::Result<()> {
         let mut interaction = tx.prepare("INSERT INTO interactions VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
         for i in &data.interactions {
             interaction.execute(params![i.id, i.customer_id, i.occurred_at, i.channel, i.subject, i.body])?;
+        }
+    }
+    {
+        let keys: Vec<(i64, CustomerKeys)> = data.customers.iter().map(|c| (c.id, CustomerKeys::of(c))).collect();
+        let mut gram = tx.prepare("INSERT INTO search_grams VALUES (?1, ?2, ?3, ?4)")?;
+        for row in crate::grams::rows(&keys) {
+            gram.execute(params![row.kind as i32, row.gram, row.name_len, row.id])?;
         }
     }
     tx.execute_batch("INSERT INTO customers_fts(customers_fts) VALUES ('rebuild');")?;
@@ -266,36 +400,66 @@ impl SqliteStore {
         tokio::task::spawn_blocking(job).await.map_err(|_| StoreError::Failed)?
     }
 
-    /// One tier of [`super::Store::search`].
-    pub async fn search_tier(
+    /// Whether `key` or `kana` is a dense gram.
+    pub async fn dense(&self, key: &str, kana: &str) -> Result<bool, StoreError> {
+        let (key, kana) = (key.to_owned(), kana.to_owned());
+        self.run(move |conn| conn.prepare_cached(DENSE)?.query_row(params![key, kana], |r| r.get::<_, i64>(0)))
+            .await
+            .map(|n| n > 0)
+    }
+
+    /// One statement of [`super::Store::search`].
+    pub async fn search_step(
         &self,
-        tier: Tier,
+        step: Step,
         search: &Search,
         after: SearchAfter,
         take: u32,
     ) -> Result<Vec<CustomerHit>, StoreError> {
-        let indexed = search.key_chars() >= 3;
         let key = search.key.clone();
         let kana = search.kana.clone().unwrap_or_else(|| key.clone());
-        let last = match tier {
-            Tier::Prefix => prefix_end(&key),
-            Tier::Substring => fts_query(search),
-        };
-        let kana_end = prefix_end(&kana);
+        let take = i64::from(take);
+        let (exact, prefix) = walk_cursors(after);
+        let inside_at = inside_cursor(after);
+        let gram = crate::grams::prefix_gram(&key).to_owned();
+        let kana_gram = kana_walk_gram(search);
+        let (key_end, kana_end, fts, indexed_kana) =
+            (prefix_end(&key), prefix_end(&kana), fts_query(search), indexed_kana(search).to_owned());
         self.run(move |conn| {
-            let mut stmt = conn.prepare_cached(&search_sql(tier, indexed))?;
-            let take = i64::from(take);
-            let mut rows = match (tier, indexed) {
-                (Tier::Prefix, _) => {
-                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last, kana_end])?
+            let sql = match step {
+                Step::Walk { .. } => WALK,
+                Step::Ranges => RANGES,
+                Step::Address => ADDRESS,
+                Step::InsideWalk { .. } => INSIDE_WALK,
+                Step::InsideIndexed => INSIDE_INDEXED,
+                Step::ShortScan => SHORT_SCAN,
+                Step::ShortGrams => SHORT_GRAMS,
+            };
+            let mut stmt = conn.prepare_cached(sql)?;
+            let mut rows = match step {
+                Step::Walk { walk_rows } => stmt.query(params![
+                    key,
+                    kana,
+                    exact.0,
+                    exact.1,
+                    take,
+                    prefix.0,
+                    prefix.1,
+                    gram,
+                    kana_gram,
+                    walk_rows.unwrap_or(-1)
+                ])?,
+                Step::Ranges => {
+                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, key_end, kana_end])?
                 }
-                (Tier::Substring, true) => {
-                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, last])?
+                Step::Address => stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, key_end])?,
+                Step::InsideWalk { rows } => {
+                    stmt.query(params![key, kana, inside_at.0, inside_at.1, take, rows, indexed_kana])?
                 }
-                (Tier::Substring, false) => {
-                    let (len, id) = if after.rank < 2 { (-1, i64::MIN) } else { (after.name_len, after.id) };
-                    stmt.query(params![key, kana, len, id, take])?
+                Step::InsideIndexed => {
+                    stmt.query(params![key, kana, after.rank, after.name_len, after.id, take, fts])?
                 }
+                Step::ShortScan | Step::ShortGrams => stmt.query(params![key, kana, inside_at.0, inside_at.1, take])?,
             };
             let mut hits = Vec::new();
             while let Some(row) = rows.next()? {

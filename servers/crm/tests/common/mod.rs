@@ -318,3 +318,111 @@ pub fn full_suite(server: &mut LinePeer) {
     bad_input(server);
     records(server);
 }
+
+/// A customer's rank for `search` by the definitions alone, computed over the demo data in Rust:
+/// 0 when a key equals the query (or the reading its kana alternative), 1 when one starts with
+/// it, 2 when one contains it, `None` otherwise. A whole e-mail address is looked up among the
+/// e-mail addresses; one that matched no address is searched for inside every key.
+fn expected_rank(search: &crm_mcp::query::Search, keys: &crm_mcp::dataset::CustomerKeys, sqlite: bool) -> Option<i32> {
+    let (q, kana) = (search.key.as_str(), search.kana.as_deref().unwrap_or(&search.key));
+    let all = [&keys.name, &keys.kana, &keys.latin, &keys.latin_family_first, &keys.email];
+    if all.iter().any(|k| k.as_str() == q) || keys.kana == kana {
+        return Some(0);
+    }
+    if all.iter().any(|k| k.starts_with(q)) || keys.kana.starts_with(kana) {
+        return Some(1);
+    }
+    // The trigram index of SQLite searches the reading for a kana alternative of 3+ characters.
+    let kana_inside = !sqlite || search.key_chars() < 3 || kana.chars().count() >= 3;
+    if all.iter().any(|k| k.contains(q)) || (kana_inside && keys.kana.contains(kana)) {
+        return Some(2);
+    }
+    None
+}
+
+/// Every hit of `query` in page order, by the definitions.
+fn expected_hits(query: &str, sqlite: bool) -> Vec<i64> {
+    use crm_mcp::dataset::{CustomerKeys, Dataset};
+    let search = crm_mcp::query::Search::parse(query).unwrap();
+    let data = Dataset::demo();
+    let keyed: Vec<(i64, CustomerKeys)> = data.customers.iter().map(|c| (c.id, CustomerKeys::of(c))).collect();
+    let address = |keys: &CustomerKeys| {
+        (keys.email == search.key).then_some(0).or(keys.email.starts_with(&search.key).then_some(1))
+    };
+    let mut hits: Vec<(i32, i32, i64)> = Vec::new();
+    if search.is_email_address() {
+        hits = keyed.iter().filter_map(|(id, k)| address(k).map(|r| (r, k.name_len, *id))).collect();
+    }
+    if hits.is_empty() {
+        hits = keyed
+            .iter()
+            .filter_map(|(id, k)| expected_rank(&search, k, sqlite).map(|r| (r, k.name_len, *id)))
+            .collect();
+    }
+    hits.sort();
+    hits.into_iter().map(|(_, _, id)| id).collect()
+}
+
+/// Pages through `query` (pages of 20, at most 8 of them) and checks every hit, in order,
+/// against [`expected_hits`]; all of them when there are few.
+fn same_hits_as_the_definitions(server: &mut LinePeer, query: &str, sqlite: bool) {
+    let expected = expected_hits(query, sqlite);
+    let mut got = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..8 {
+        let mut args = json!({"query": query, "limit": 20});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let r = call(server, "search_customer", args);
+        assert_ne!(r["isError"], true, "{query}: {r}");
+        got.extend(hit_ids(&r));
+        cursor = r["structuredContent"]["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let n = got.len().min(expected.len());
+    assert_eq!(got[..n], expected[..n], "{query}: the hits differ from the definitions");
+    if cursor.is_none() {
+        assert_eq!(got.len(), expected.len(), "{query}: the last page came too early or too late");
+    } else {
+        assert_eq!(got.len(), 160, "{query}");
+    }
+}
+
+/// Queries of every kind, common and rare, each paged and checked against the definitions.
+pub fn search_matches_the_definitions(server: &mut LinePeer, sqlite: bool) {
+    for query in [
+        "田",
+        "藤",
+        "子",
+        "a",
+        "o",
+        "ン",
+        "鬱",
+        "ゐ",
+        "ta",
+        "ko",
+        "zq",
+        "@e",
+        "山田",
+        "佐藤",
+        "ヤマ",
+        "たな",
+        "髙橋",
+        "tanaka",
+        "sato",
+        "haruka",
+        "yamada taro",
+        "タナカ",
+        "example.org",
+        "yamada@example.com",
+        "haruka.sato@example.com",
+        "nobody@example.com",
+        "tarou",
+        "kyo",
+    ] {
+        same_hits_as_the_definitions(server, query, sqlite);
+    }
+}
