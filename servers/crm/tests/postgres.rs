@@ -151,6 +151,16 @@ fn crm_mcp_on_postgresql() {
             &format!("UPDATE crm.meta SET value = '{}' WHERE key = 'key_version'", crm_mcp::normalize::KEY_VERSION),
         )
         .unwrap();
+    // So are tables laid out by an older crm-mcp (before search_grams: no schema_version).
+    cluster.psql("crm", "DELETE FROM crm.meta WHERE key = 'schema_version'").unwrap();
+    let out = crm(&[], &[("CRM_DATABASE_URL", &ro_url)]);
+    assert!(!out.status.success() && stderr(&out).contains("(layout none"), "{}", stderr(&out));
+    cluster
+        .psql(
+            "crm",
+            &format!("INSERT INTO crm.meta VALUES ('schema_version', '{}')", crm_mcp::store::postgres::SCHEMA_VERSION),
+        )
+        .unwrap();
 
     // The server refuses to serve as a role that can write.
     let out = crm(&[], &[("CRM_DATABASE_URL", &cluster.admin_url("crm"))]);
