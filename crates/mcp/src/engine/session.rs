@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
 use mcp_types::logging::LoggingLevel;
@@ -32,13 +32,21 @@ pub struct Session {
     /// The session-wide stream for messages unrelated to a request (stdio: stdout).
     pub outbox: Outbox,
     log_level: AtomicU8,
-    subscriptions: Mutex<HashSet<String>>,
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     next_id: AtomicI64,
-    /// The client's roots as last listed, with the generation they were asked in.
-    roots: Mutex<Option<(u64, Arc<ListRootsResult>)>>,
     /// Bumped by every `notifications/roots/list_changed`.
     roots_generation: AtomicU64,
+    /// Made on first use: most sessions never subscribe, ask the client or list its roots, and
+    /// a server may hold thousands of them idle.
+    extras: OnceLock<Box<Extras>>,
+}
+
+/// What few sessions use.
+#[derive(Debug, Default)]
+struct Extras {
+    subscriptions: Mutex<HashSet<String>>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    /// The client's roots as last listed, with the generation they were asked in.
+    roots: Mutex<Option<(u64, Arc<ListRootsResult>)>>,
 }
 
 impl Session {
@@ -50,12 +58,15 @@ impl Session {
             client_info: info,
             outbox,
             log_level: AtomicU8::new(NO_LEVEL),
-            subscriptions: Mutex::new(HashSet::new()),
-            pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
-            roots: Mutex::new(None),
             roots_generation: AtomicU64::new(0),
+            extras: OnceLock::new(),
         }
+    }
+
+    /// The extras, made now if they were not yet.
+    fn extras(&self) -> &Extras {
+        self.extras.get_or_init(Box::default)
     }
 
     /// The level set by `logging/setLevel`, if any.
@@ -70,7 +81,7 @@ impl Session {
 
     /// Subscribes to updates of `uri`; at most `limit` subscriptions are kept.
     pub fn subscribe(&self, uri: String, limit: usize) -> bool {
-        let mut subs = self.subscriptions.lock().unwrap();
+        let mut subs = self.extras().subscriptions.lock().unwrap();
         if subs.len() >= limit && !subs.contains(&uri) {
             return false;
         }
@@ -80,7 +91,9 @@ impl Session {
 
     /// Ends a subscription.
     pub fn unsubscribe(&self, uri: &str) {
-        self.subscriptions.lock().unwrap().remove(uri);
+        if let Some(extras) = self.extras.get() {
+            extras.subscriptions.lock().unwrap().remove(uri);
+        }
     }
 
     /// Starts this copy's request ids at `base` (a cluster node's copy of a session picks a
@@ -91,19 +104,22 @@ impl Session {
 
     /// Whether a request this session sent to the client awaits answer `id`.
     pub fn is_pending(&self, id: &RequestId) -> bool {
-        self.pending.lock().unwrap().contains_key(id)
+        self.extras.get().is_some_and(|e| e.pending.lock().unwrap().contains_key(id))
     }
 
     /// The client said its roots changed: the listed ones are stale.
     pub fn roots_changed(&self) {
         self.roots_generation.fetch_add(1, Ordering::AcqRel);
-        *self.roots.lock().unwrap() = None;
+        if let Some(extras) = self.extras.get() {
+            *extras.roots.lock().unwrap() = None;
+        }
     }
 
     /// The roots listed since the last change, if any, and the generation to ask in otherwise.
     pub(crate) fn cached_roots(&self) -> Result<Arc<ListRootsResult>, u64> {
         let generation = self.roots_generation.load(Ordering::Acquire);
-        match &*self.roots.lock().unwrap() {
+        let Some(extras) = self.extras.get() else { return Err(generation) };
+        match &*extras.roots.lock().unwrap() {
             Some((asked_in, roots)) if *asked_in == generation => Ok(roots.clone()),
             _ => Err(generation),
         }
@@ -111,7 +127,7 @@ impl Session {
 
     /// Keeps roots listed in `generation`, unless a change came in since.
     pub(crate) fn keep_roots(&self, generation: u64, roots: Arc<ListRootsResult>) {
-        let mut cached = self.roots.lock().unwrap();
+        let mut cached = self.extras().roots.lock().unwrap();
         if self.roots_generation.load(Ordering::Acquire) == generation {
             *cached = Some((generation, roots));
         }
@@ -119,17 +135,20 @@ impl Session {
 
     /// Every subscribed URI.
     pub fn subscriptions(&self) -> Vec<String> {
-        self.subscriptions.lock().unwrap().iter().cloned().collect()
+        self.extras.get().map_or_else(Vec::new, |e| e.subscriptions.lock().unwrap().iter().cloned().collect())
     }
 
     /// Replaces the subscriptions (a copy of a session brought up to date by another node's).
     pub fn set_subscriptions(&self, uris: impl IntoIterator<Item = String>) {
-        *self.subscriptions.lock().unwrap() = uris.into_iter().collect();
+        let uris: HashSet<String> = uris.into_iter().collect();
+        if !uris.is_empty() || self.extras.get().is_some() {
+            *self.extras().subscriptions.lock().unwrap() = uris;
+        }
     }
 
     /// Whether the client subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions.lock().unwrap().contains(uri)
+        self.extras.get().is_some_and(|e| e.subscriptions.lock().unwrap().contains(uri))
     }
 
     /// Sends a request to the client on `outbox` and waits for its answer.
@@ -137,7 +156,7 @@ impl Session {
         let id = RequestId::String(format!("s-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
         let (tx, rx) = oneshot::channel();
         {
-            let mut pending = self.pending.lock().unwrap();
+            let mut pending = self.extras().pending.lock().unwrap();
             if pending.len() >= MAX_PENDING {
                 return Err(ErrorObject::internal("too many requests to the client are waiting for an answer"));
             }
@@ -155,7 +174,7 @@ impl Session {
 
     /// Routes a response from the client to the request waiting for it; `false` if none was.
     pub fn resolve(&self, id: &RequestId, answer: Result<Value, ErrorObject>) -> bool {
-        let waiter = self.pending.lock().unwrap().remove(id);
+        let waiter = self.extras.get().and_then(|e| e.pending.lock().unwrap().remove(id));
         match waiter {
             Some(tx) => tx.send(answer).is_ok(),
             None => false,
@@ -164,7 +183,9 @@ impl Session {
 
     /// Fails every request still waiting for the client (the connection ended).
     pub fn fail_pending(&self) {
-        self.pending.lock().unwrap().clear();
+        if let Some(extras) = self.extras.get() {
+            extras.pending.lock().unwrap().clear();
+        }
     }
 }
 
@@ -176,7 +197,7 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.session.pending.lock().unwrap().remove(&self.id);
+        self.session.extras().pending.lock().unwrap().remove(&self.id);
     }
 }
 

@@ -85,7 +85,7 @@ pub(crate) fn relay_get_messages(session: &HttpSession, directory: Arc<dyn Sessi
             let mut rx = queue.clone().lock_owned().await;
             tokio::select! {
                 message = rx.recv() => match message {
-                    Some(message) => directory.publish(ClusterEvent::Deliver { session: id.clone(), message }),
+                    Some(message) => directory.publish(ClusterEvent::Deliver { session: id.to_string(), message }),
                     None => return,
                 },
                 () = wanted.notified() => {

@@ -135,7 +135,7 @@ fn deliver(shared: &Shared, session: &HttpSession, id: RequestId, outcome: Resul
     if session.session.is_pending(&id) {
         session.session.resolve(&id, outcome);
     } else if let Some(SharedSessions(directory)) = &shared.config.directory {
-        directory.publish(ClusterEvent::Response { session: session.id.clone(), id, outcome });
+        directory.publish(ClusterEvent::Response { session: session.id.to_string(), id, outcome });
     }
 }
 
@@ -169,7 +169,7 @@ fn cancel(shared: &Shared, session: Option<&HttpSession>, params: Option<&RawVal
         let here = session.inflight.lock().unwrap().cancel(&id);
         // Not running here: another node of the cluster may be running it.
         if let (false, Some(SharedSessions(directory))) = (here, &shared.config.directory) {
-            directory.publish(ClusterEvent::Cancel { session: session.id.clone(), request: id });
+            directory.publish(ClusterEvent::Cancel { session: session.id.to_string(), request: id });
         }
     }
 }
@@ -372,7 +372,7 @@ async fn respond_now(
             let n = random_stream_number();
             s.add_stream_numbered(n, stream.clone());
             directory.log_open(&s.id, n, request, shared.config.session_idle);
-            log = Some(StreamLogger { directory: directory.clone(), session: s.id.clone(), stream: n });
+            log = Some(StreamLogger { directory: directory.clone(), session: s.id.to_string(), stream: n });
             Some(n.to_string())
         }
         (Some(s), None) => Some(s.add_stream(stream.clone()).to_string()),
@@ -534,7 +534,7 @@ async fn share_change(
         change.apply(&mut record);
         if let Some(new) = directory.put_if(&session.id, &record, shared.config.session_idle, rev).await? {
             session.adopt(new, record);
-            directory.publish(ClusterEvent::SessionChanged(session.id.clone()));
+            directory.publish(ClusterEvent::SessionChanged(session.id.to_string()));
             return Ok(());
         }
     }
@@ -546,7 +546,7 @@ async fn save_session(shared: &Shared, session: &HttpSession) -> Result<(), Stri
     let Some(SharedSessions(directory)) = &shared.config.directory else { return Ok(()) };
     let rev = directory.put(&session.id, &session.record(), shared.config.session_idle).await?;
     session.rev.store(rev, Ordering::Relaxed);
-    directory.publish(ClusterEvent::SessionChanged(session.id.clone()));
+    directory.publish(ClusterEvent::SessionChanged(session.id.to_string()));
     Ok(())
 }
 

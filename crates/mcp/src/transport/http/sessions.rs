@@ -17,7 +17,8 @@ const MAX_STREAMS: usize = 32;
 
 /// One session.
 pub(crate) struct HttpSession {
-    pub id: String,
+    /// Shared with the table's key.
+    pub id: Arc<str>,
     pub session: Arc<Session>,
     /// Messages for the GET stream; a GET holds the lock while open (in a cluster, the relay
     /// to other nodes holds it otherwise).
@@ -93,7 +94,7 @@ impl HttpSession {
 
 /// The session table.
 pub(crate) struct SessionTable {
-    map: Mutex<HashMap<String, Arc<HttpSession>>>,
+    map: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     max: usize,
     idle: Duration,
     epoch: Instant,
@@ -130,6 +131,7 @@ impl SessionTable {
         get_rx: OutboxReceiver,
         owner: Option<String>,
     ) -> Option<Arc<HttpSession>> {
+        let id: Arc<str> = id.into();
         let mut map = self.map.lock().unwrap();
         if map.len() >= self.max && !map.contains_key(&id) {
             let victim = map
