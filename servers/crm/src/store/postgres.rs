@@ -31,6 +31,13 @@ macro_rules! utc {
     };
 }
 
+/// The page of a statement that ranks every hit: after the cursor `($3, $4, $5)`, at most `$6`.
+macro_rules! page {
+    () => {
+        " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
+    };
+}
+
 /// A row equal to the query (`$1`) or its kana alternative (`$2`).
 macro_rules! exact {
     () => {
@@ -137,16 +144,19 @@ const RANGES: &str = concat!(
      OR (c.latin_key >= $1 AND c.latin_key < $7) OR (c.latin_rev_key >= $1 AND c.latin_rev_key < $7)
      OR (c.email_key >= $1 AND c.email_key < $7) OR (c.kana_key >= $2 AND c.kana_key < $8::text)
 ) AS hit WHERE",
-    " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
+    page!()
 );
 
 /// [`super::Step::Address`]: an e-mail address among the e-mail keys (`$3`: the range's end).
-const ADDRESS: &str = "SELECT * FROM (
+const ADDRESS: &str = concat!(
+    "SELECT * FROM (
   SELECT c.id, c.name, c.name_kana, c.email, co.name AS company, c.name_len,
     CASE WHEN c.email_key = $1::text THEN 0 ELSE 1 END AS rank
   FROM crm.customers c LEFT JOIN crm.companies co ON co.id = c.company_id
   WHERE c.email_key >= $1::text AND c.email_key < $2::text
-) AS hit WHERE (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint";
+) AS hit WHERE",
+    page!()
+);
 
 /// [`super::Step::InsideIndexed`]: substring hits from the trigram indexes (`$7`, `$8`: `LIKE`
 /// patterns of the key and the kana alternative).
@@ -158,7 +168,7 @@ const INSIDE_INDEXED: &str = concat!(
      OR c.email_key LIKE $7 OR c.kana_key LIKE $8::text) AND NOT ",
     starts!(),
     ") AS hit WHERE",
-    " (rank, name_len, id) > ($3::int, $4::int, $5::bigint) ORDER BY rank, name_len, id LIMIT $6::bigint"
+    page!()
 );
 
 /// [`super::Step::InsideWalk`]: the next `$8` customers after `($3, $4)`, their substring hits,

@@ -51,6 +51,13 @@ CREATE VIRTUAL TABLE customers_fts USING fts5(
     content='customers', content_rowid='id', tokenize='trigram');
 ";
 
+/// The page of a statement that ranks every hit: after the cursor `(?3, ?4, ?5)`, at most `?6`.
+macro_rules! page {
+    () => {
+        "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6"
+    };
+}
+
 /// A row equal to the query (`?1`) or its kana alternative (`?2`).
 macro_rules! exact {
     () => {
@@ -183,36 +190,36 @@ const RANGES: &str = concat!(
     "SELECT * FROM (",
     "
 SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len,
-  CASE WHEN ?1 IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = ?2 THEN 0
-       ELSE 1 END AS rank
+  CASE WHEN ",
+    exact!(),
+    " THEN 0 ELSE 1 END AS rank
 FROM customers c LEFT JOIN companies co ON co.id = c.company_id",
     " WHERE (c.name_key >= ?1 AND c.name_key < ?7) OR (c.kana_key >= ?1 AND c.kana_key < ?7)
     OR (c.latin_key >= ?1 AND c.latin_key < ?7) OR (c.latin_rev_key >= ?1 AND c.latin_rev_key < ?7)
     OR (c.email_key >= ?1 AND c.email_key < ?7) OR (c.kana_key >= ?2 AND c.kana_key < ?8)) AS hit WHERE ",
-    "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6"
+    page!()
 );
 
 /// [`super::Step::Address`]: an e-mail address among the e-mail keys (`?7`: the range's end).
-const ADDRESS: &str = "SELECT * FROM (
+const ADDRESS: &str = concat!(
+    "SELECT * FROM (
 SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, CASE WHEN c.email_key = ?1 THEN 0 ELSE 1 END AS rank
 FROM customers c LEFT JOIN companies co ON co.id = c.company_id
-WHERE c.email_key >= ?1 AND c.email_key < ?7) AS hit
-WHERE (rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6";
+WHERE c.email_key >= ?1 AND c.email_key < ?7) AS hit WHERE ",
+    page!()
+);
 
 /// [`super::Step::InsideIndexed`]: substring hits of 3+ characters from the FTS5 trigram index
 /// (`?7`: the FTS5 query).
 const INSIDE_INDEXED: &str = concat!(
     "SELECT * FROM (",
     "
-SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len,
-  CASE WHEN ?1 IN (c.name_key, c.kana_key, c.latin_key, c.latin_rev_key, c.email_key) OR c.kana_key = ?2 THEN 0
-       WHEN substr(c.name_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?1)) = ?1
-         OR substr(c.latin_key, 1, length(?1)) = ?1 OR substr(c.latin_rev_key, 1, length(?1)) = ?1
-         OR substr(c.email_key, 1, length(?1)) = ?1 OR substr(c.kana_key, 1, length(?2)) = ?2 THEN 1
-       ELSE 2 END AS rank
-FROM customers c LEFT JOIN companies co ON co.id = c.company_id",
-    " WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7)) AS hit WHERE rank = 2 AND ",
-    "(rank, name_len, id) > (?3, ?4, ?5) ORDER BY rank, name_len, id LIMIT ?6"
+SELECT c.id, c.name, c.name_kana, c.email, co.name, c.name_len, 2 AS rank
+FROM customers c LEFT JOIN companies co ON co.id = c.company_id
+WHERE c.id IN (SELECT rowid FROM customers_fts WHERE customers_fts MATCH ?7) AND NOT ",
+    starts!(),
+    ") AS hit WHERE ",
+    page!()
 );
 
 /// An FTS5 phrase: the text between double quotes, its own quotes doubled, so that `OR`, `NEAR`,
