@@ -290,6 +290,30 @@ impl RedisServer {
         }
     }
 
+    /// Sends one command (plain TCP, after `AUTH` when it has a password) and returns the
+    /// first line of its reply, e.g. `+OK`. For tests that steer the server: `CLIENT PAUSE`.
+    pub fn command(&self, args: &[&str]) -> std::io::Result<String> {
+        let encode = |args: &[&str]| {
+            let mut out = format!("*{}\r\n", args.len());
+            for arg in args {
+                out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+            }
+            out
+        };
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut reader = BufReader::new(stream.try_clone()?);
+        let mut line = String::new();
+        if let Some(password) = &self.password {
+            stream.write_all(encode(&["AUTH", password]).as_bytes())?;
+            reader.read_line(&mut line)?;
+            line.clear();
+        }
+        stream.write_all(encode(args).as_bytes())?;
+        reader.read_line(&mut line)?;
+        Ok(line.trim_end().to_owned())
+    }
+
     /// Kills it (SIGKILL) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,6 +1,6 @@
 //! `mcp-example`: the smallest useful MCP server, for trying hosts and clients against.
 //!
-//! Tools `echo {text}`, `sum {a, b}`, `now`, `wait {ms}`, `countdown {ms}` (a task when the client
+//! Tools `echo {text}`, `sum {a, b}`, `now`, `wait {ms, every_ms?}`, `countdown {ms, every_ms?}` (a task when the client
 //! follows tasks), `confirm {question}` (asks the user), `announce {uri}` (tells subscribers a
 //! resource changed), `pixel` (an image) and `counter {start}` (an MCP App: its result is shown
 //! by the `ui://example/counter` page), a static resource, a resource template and a prompt.
@@ -38,6 +38,9 @@ struct Sum {
 struct Wait {
     /// How long to wait, in milliseconds (at most 60,000).
     ms: u64,
+    /// How often to report progress, in milliseconds (100 unless given; at least 1).
+    #[serde(default)]
+    every_ms: Option<u64>,
 }
 
 /// Arguments of `confirm`.
@@ -111,7 +114,8 @@ async fn wait(args: Wait, cx: RequestContext) -> Result<String, ToolError> {
     if args.ms > 60_000 {
         return Err(ToolError::new(format!("{} ms is too long: wait at most 60000 ms", args.ms)));
     }
-    let steps = (args.ms / 100).max(1);
+    let every = args.every_ms.unwrap_or(100).max(1);
+    let steps = (args.ms / every).max(1);
     for step in 0..steps {
         cx.progress(step as f64, Some(steps as f64), None).await;
         tokio::time::sleep(std::time::Duration::from_millis(args.ms / steps)).await;

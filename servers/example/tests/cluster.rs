@@ -594,6 +594,113 @@ fn a_stream_resumes_on_another_node_while_its_node_still_produces_it() {
     assert_eq!(progress, expected, "every event once, in order, across two nodes");
 }
 
+/// Reads `stream` until the answer to request `id`: the progress numbers seen (appended to
+/// `progress`), the last event id, and the answer (`None` if the stream ended without one).
+fn read_until_answer(
+    stream: &mut Stream,
+    id: i64,
+    progress: &mut Vec<f64>,
+    last: &mut Option<String>,
+) -> Option<Value> {
+    while let Some((event, message)) = stream.next_event() {
+        *last = event.or(last.take());
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"] == id {
+            return Some(message);
+        }
+    }
+    None
+}
+
+/// A `wait` call with progress on `port` in `session`: the open stream, after `before` events.
+fn call_wait(
+    port: u16,
+    session: &str,
+    id: i64,
+    ms: u64,
+    every_ms: u64,
+    before: usize,
+) -> (Stream, Vec<f64>, Option<String>) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {"ms": ms, "every_ms": every_ms}, "_meta": {"progressToken": "w"}}});
+    let mut stream = Stream::open(port, "POST", session, Some(call));
+    let (mut progress, mut last) = (Vec::new(), None);
+    while progress.len() < before {
+        let (event, message) = stream.next_event().expect("the first events");
+        last = event.or(last);
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        }
+    }
+    (stream, progress, last)
+}
+
+#[test]
+fn a_stream_resumed_on_another_node_after_its_producer_was_slowed_down_shows_no_gap() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b) = (n[0].port(), n[1].port());
+    let session = session_with(a, json!({}));
+    let (mut stream, mut progress, mut last) = call_wait(a, &session, 31, 2000, 20, 3);
+    // Redis stops taking writes for a while: the node's log falls behind, then catches up.
+    assert_eq!(redis.command(&["CLIENT", "PAUSE", "1500", "WRITE"]).unwrap(), "+OK");
+    while progress.len() < 40 {
+        let (event, message) = stream.next_event().expect("the live stream goes on while Redis is slow");
+        last = event.or(last);
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        }
+    }
+    drop(stream);
+    let mut resumed = Stream::resume(b, &session, last.as_deref().unwrap());
+    let answer = read_until_answer(&mut resumed, 31, &mut progress, &mut last).expect("the answer, on node B");
+    assert_eq!(answer["result"]["content"][0]["text"], "waited 2000 ms", "{answer}");
+    let expected: Vec<f64> = (0..100).map(f64::from).collect();
+    assert_eq!(progress, expected, "every event once, in order, across the slow spell and two nodes");
+}
+
+#[test]
+fn a_client_further_behind_than_the_log_keeps_is_told_instead_of_skipping_events() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b) = (n[0].port(), n[1].port());
+    let session = session_with(a, json!({}));
+    // 600 events, of which the log and the node keep the last 256; the client saw 2.
+    for (id, resume_on) in [(32, b), (33, a)] {
+        let (stream, mut progress, mut last) = call_wait(a, &session, id, 600, 1, 2);
+        drop(stream);
+        std::thread::sleep(Duration::from_millis(3000)); // the call ends meanwhile
+        let mut resumed = Stream::resume(resume_on, &session, last.as_deref().unwrap());
+        let answer = read_until_answer(&mut resumed, id, &mut progress, &mut last).expect("an answer");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("whole"), "resumed on {resume_on}: a hole is named, not hidden: {answer}");
+        assert!(progress.len() < 100, "no events handed on past the hole: {}", progress.len());
+    }
+}
+
+#[test]
+fn a_stream_whose_log_redis_could_not_take_is_refused_whole_on_another_node() {
+    let redis = RedisServer::start().expect("redis-server");
+    let n = nodes(&redis.url(), &[]);
+    let (a, b) = (n[0].port(), n[1].port());
+    let session = session_with(a, json!({}));
+    let (mut stream, mut progress, mut last) = call_wait(a, &session, 34, 8000, 100, 2);
+    // Writes wait longer than the node sends them again: it gives them up and marks the stream.
+    assert_eq!(redis.command(&["CLIENT", "PAUSE", "7000", "WRITE"]).unwrap(), "+OK");
+    let live = read_until_answer(&mut stream, 34, &mut progress, &mut last).expect("the live stream is whole");
+    assert_eq!(live["result"]["content"][0]["text"], "waited 8000 ms", "{live}");
+    let expected: Vec<f64> = (0..80).map(f64::from).collect();
+    assert_eq!(progress, expected, "the client on the producing node misses nothing");
+    let mut elsewhere = Vec::new();
+    let mut resumed = Stream::resume(b, &session, &format!("{}-1", last.unwrap().split('-').next().unwrap()));
+    let answer = read_until_answer(&mut resumed, 34, &mut elsewhere, &mut None).expect("an answer on node B");
+    assert!(
+        answer["error"]["message"].as_str().unwrap_or_default().contains("cannot be resumed whole"),
+        "a log that lost entries is not replayed as if whole: {answer}"
+    );
+}
+
 /// `deploy/cluster/run.sh`: three nodes on one Redis behind nginx, stopped when dropped.
 struct Deployment {
     dir: tempfile::TempDir,

@@ -59,16 +59,16 @@ impl SessionDirectory for RedisSessions {
         self.bus.subscribe()
     }
 
-    fn log_open(&self, session: &str, stream: u64, request: &mcp_types::RequestId, _idle: Duration) {
-        self.log.open(session, stream, request);
+    fn log_open<'a>(&'a self, session: &'a str, stream: u64, request: &'a mcp_types::RequestId) -> BoxFuture<'a, ()> {
+        Box::pin(self.log.open(session, stream, request))
     }
 
-    fn log_event(&self, session: &str, stream: u64, seq: u64, data: &[u8]) {
-        self.log.event(session, stream, seq, data);
+    fn log_event<'a>(&'a self, session: &'a str, stream: u64, seq: u64, data: &'a [u8]) -> BoxFuture<'a, ()> {
+        Box::pin(self.log.event(session, stream, seq, data))
     }
 
-    fn log_end(&self, session: &str, stream: u64) {
-        self.log.end(session, stream);
+    fn log_end<'a>(&'a self, session: &'a str, stream: u64, last: u64) -> BoxFuture<'a, ()> {
+        Box::pin(self.log.end(session, stream, last))
     }
 
     fn log_read<'a>(&'a self, session: &'a str, stream: u64, after: u64) -> BoxFuture<'a, Result<StreamLog, String>> {

@@ -147,20 +147,21 @@ pub struct StreamLog {
     pub producer_alive: bool,
     /// The request it answers.
     pub request: Option<RequestId>,
-    /// Some of its events never reached the log (the store was too far behind): a client
-    /// resuming it would miss them, so it is told instead.
+    /// Some of the events after the asked number are not in the log (never written, the store
+    /// being too far behind, or no longer kept): a client resuming it would miss them, so it is
+    /// told instead.
     pub gap: bool,
 }
 
 /// The shared table of legacy sessions, and the channel between the nodes that serve them.
 pub trait SessionDirectory: Send + Sync + 'static {
     /// Starts the shared log of response stream `stream` of `session`, answering `request`.
-    /// The log calls keep their order and never wait.
-    fn log_open(&self, session: &str, stream: u64, request: &RequestId, idle: Duration);
+    /// The log calls keep their order; they wait (bounded) only when the store is far behind.
+    fn log_open<'a>(&'a self, session: &'a str, stream: u64, request: &'a RequestId) -> BoxFuture<'a, ()>;
     /// Appends event `seq` to the log.
-    fn log_event(&self, session: &str, stream: u64, seq: u64, data: &[u8]);
-    /// Marks the stream complete.
-    fn log_end(&self, session: &str, stream: u64);
+    fn log_event<'a>(&'a self, session: &'a str, stream: u64, seq: u64, data: &'a [u8]) -> BoxFuture<'a, ()>;
+    /// Marks the stream complete, `last` being its last event's number.
+    fn log_end<'a>(&'a self, session: &'a str, stream: u64, last: u64) -> BoxFuture<'a, ()>;
     /// The log's events after `after`, and its state.
     fn log_read<'a>(&'a self, session: &'a str, stream: u64, after: u64) -> BoxFuture<'a, Result<StreamLog, String>>;
     /// Tells the other nodes (fire and forget).

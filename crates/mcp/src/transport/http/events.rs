@@ -1,12 +1,14 @@
 //! One SSE response stream's events, kept so a client can resume it (2025-11-25 SSE polling):
 //! the producer appends; readers (the POST response, or a GET with `Last-Event-ID`) follow.
 //!
-//! Bounded: at most `MAX_EVENTS` events are kept; older ones are dropped (a resume from before
-//! them gets what is left).
+//! Bounded: at most `MAX_EVENTS` events are kept; older ones are dropped. A reader that still
+//! needed a dropped event (a slow client, a resume from before them) is not handed what is left
+//! as if it were whole: it gets [`Next::Lost`], and the request's error in words.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use mcp_types::{ErrorObject, RequestId};
 use tokio::sync::Notify;
 
 const MAX_EVENTS: usize = 256;
@@ -25,6 +27,10 @@ struct State {
     done: bool,
     /// Bumped when the server closes the current connection (readers then end).
     cut: u64,
+    /// The highest sequence number dropped to keep the bound (0: none).
+    dropped: u64,
+    /// The request the stream answers, for the error a reader gets when it lost events.
+    request: Option<RequestId>,
 }
 
 /// What a reader gets next.
@@ -35,19 +41,31 @@ pub(crate) enum Next {
     End,
     /// Nothing yet.
     Wait,
+    /// Events this reader had not read yet were dropped: the stream cannot be given whole.
+    /// Carries the request's error response (JSON), when the request is known.
+    Lost(Option<Vec<u8>>),
 }
 
 impl EventStream {
+    /// An empty stream answering `request`.
+    pub fn answering(request: RequestId) -> EventStream {
+        let stream = EventStream::default();
+        stream.state.lock().unwrap().request = Some(request);
+        stream
+    }
+
+    /// Names the request the stream answers (a replayed stream learns it from the shared log).
+    pub fn set_request(&self, request: RequestId) {
+        self.state.lock().unwrap().request.get_or_insert(request);
+    }
+
     /// Appends an event; returns its sequence number.
     pub fn push(&self, data: Vec<u8>) -> u64 {
         let seq = {
             let mut s = self.state.lock().unwrap();
             s.next_seq += 1;
             let seq = s.next_seq;
-            s.events.push_back((seq, data));
-            if s.events.len() > MAX_EVENTS {
-                s.events.pop_front();
-            }
+            s.keep(seq, data);
             seq
         };
         self.notify.notify_waiters();
@@ -63,10 +81,7 @@ impl EventStream {
                 return;
             }
             s.next_seq = seq;
-            s.events.push_back((seq, data));
-            if s.events.len() > MAX_EVENTS {
-                s.events.pop_front();
-            }
+            s.keep(seq, data);
         }
         self.notify.notify_waiters();
     }
@@ -95,6 +110,9 @@ impl EventStream {
 
     fn poll_next(&self, after: u64, generation: u64) -> Next {
         let s = self.state.lock().unwrap();
+        if after < s.dropped {
+            return Next::Lost(s.request.as_ref().map(lost_events));
+        }
         if let Some((seq, data)) = s.events.iter().find(|(seq, _)| *seq > after) {
             return Next::Event(*seq, data.clone());
         }
@@ -114,6 +132,51 @@ impl EventStream {
                 Next::Wait => notified.await,
                 other => return other,
             }
+        }
+    }
+}
+
+impl State {
+    /// Keeps event `seq`, dropping the oldest beyond the bound.
+    fn keep(&mut self, seq: u64, data: Vec<u8>) {
+        self.events.push_back((seq, data));
+        if self.events.len() > MAX_EVENTS {
+            if let Some((old, _)) = self.events.pop_front() {
+                self.dropped = old;
+            }
+        }
+    }
+}
+
+/// The error a reader gets instead of a stream with a hole in it.
+fn lost_events(request: &RequestId) -> Vec<u8> {
+    let error = ErrorObject::internal(format!(
+        "this response stream cannot be given whole: more than {MAX_EVENTS} of its events were not read in time \
+         and are no longer kept; call again"
+    ));
+    crate::server::connection::response_bytes(request, Err(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EventStream, Next, MAX_EVENTS};
+    use mcp_types::RequestId;
+
+    #[test]
+    fn a_reader_behind_the_kept_events_is_told_it_lost_some() {
+        let stream = EventStream::answering(RequestId::Number(7));
+        for n in 0..MAX_EVENTS as u64 + 3 {
+            stream.push(n.to_string().into_bytes());
+        }
+        // Events 1 to 3 were dropped: a reader after 3 still gets every event it needs.
+        assert!(matches!(stream.poll_next(3, 0), Next::Event(4, _)));
+        match stream.poll_next(2, 0) {
+            Next::Lost(Some(error)) => {
+                let error: serde_json::Value = serde_json::from_slice(&error).unwrap();
+                assert_eq!(error["id"], 7);
+                assert!(error["error"]["message"].as_str().unwrap().contains("cannot be given whole"));
+            }
+            _ => panic!("a reader after event 2 has lost event 3"),
         }
     }
 }

@@ -363,7 +363,7 @@ async fn respond_now(
             }
         }
     };
-    let stream = Arc::new(EventStream::default());
+    let stream = Arc::new(EventStream::answering(request.clone()));
     let mut log = None;
     let prefix = match (&session, &shared.config.directory) {
         // In a cluster the stream's number is unique across nodes, and its events are logged
@@ -371,7 +371,7 @@ async fn respond_now(
         (Some(s), Some(SharedSessions(directory))) => {
             let n = random_stream_number();
             s.add_stream_numbered(n, stream.clone());
-            directory.log_open(&s.id, n, request, shared.config.session_idle);
+            directory.log_open(&s.id, n, request).await;
             log = Some(StreamLogger { directory: directory.clone(), session: s.id.to_string(), stream: n });
             Some(n.to_string())
         }
@@ -407,39 +407,39 @@ async fn pump(
     mut task: tokio::task::JoinHandle<Option<Answer>>,
     log: Option<StreamLogger>,
 ) {
-    let push = |message: Vec<u8>| {
+    let push = |message: Vec<u8>| async {
         if message.is_empty() {
             stream.cut(); // the handler asked to close the connection (SSE polling)
         } else {
             if let Some(log) = &log {
                 // Logged before it is delivered: what a client may have seen is in the log.
                 let seq = stream.next_seq();
-                log.directory.log_event(&log.session, log.stream, seq, &message);
+                log.directory.log_event(&log.session, log.stream, seq, &message).await;
             }
             stream.push(message);
         }
     };
     if let Some(message) = first {
-        push(message);
+        push(message).await;
     }
     let result = loop {
         tokio::select! {
             biased;
             message = rx.recv() => match message {
-                Some(message) => push(message),
+                Some(message) => push(message).await,
                 None => break (&mut task).await,
             },
             result = &mut task => break result,
         }
     };
     while let Ok(message) = rx.try_recv() {
-        push(message);
+        push(message).await;
     }
     if let Ok(Some(answer)) = result {
-        push(answer.bytes);
+        push(answer.bytes).await;
     }
     if let Some(log) = &log {
-        log.directory.log_end(&log.session, log.stream);
+        log.directory.log_end(&log.session, log.stream, stream.next_seq() - 1).await;
     }
     stream.finish();
 }
@@ -826,12 +826,15 @@ fn resume_elsewhere(
                     return;
                 }
             };
+            if let Some(request) = &log.request {
+                feed.set_request(request.clone()); // for the error, should this reader lose events
+            }
             if log.gap {
-                // Some events never reached the shared log: replaying the rest would hide that.
+                // Some events are not in the shared log: replaying the rest would hide that.
                 let error = ErrorObject::new(
                     super::directory::STORE_UNAVAILABLE,
-                    "this response stream cannot be resumed whole (the shared store fell behind and lost some of \
-                     its events); call again",
+                    "this response stream cannot be resumed whole: some of its events are no longer kept (the \
+                     last 256 are) or never reached the shared store; call again",
                 );
                 let id = log.request.unwrap_or(RequestId::Number(0));
                 feed.push_at(after + 1, response_bytes(&id, Err(error)));

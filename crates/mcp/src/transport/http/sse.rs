@@ -39,7 +39,8 @@ pub fn priming(id: &str, retry_ms: u64) -> Bytes {
 
 /// A body that follows `stream` from after `after`, ids prefixed `prefix-`; `first` is sent
 /// before anything else. When dropped before the stream ended, `on_drop` is cancelled (a client
-/// that goes away cancels its 2026-07-28 request).
+/// that goes away cancels its 2026-07-28 request). A reader that lost events gets the request's
+/// error as the last event (and its request is cancelled: the client has its answer).
 pub fn follow(
     stream: Arc<EventStream>,
     prefix: Option<String>,
@@ -49,17 +50,18 @@ pub fn follow(
 ) -> Body {
     let generation = stream.generation();
     let guard = on_drop.map(|t| t.drop_guard());
-    let state = (stream, prefix, after, first, guard);
+    let state = (Some(stream), prefix, after, first, guard);
     let body = futures_util::stream::unfold(state, move |(stream, prefix, after, first, guard)| async move {
         if let Some(first) = first {
             return Some((Ok::<_, Infallible>(Frame::data(first)), (stream, prefix, after, None, guard)));
         }
-        match stream.next(after, generation).await {
+        match stream.as_ref()?.next(after, generation).await {
             Next::Event(seq, data) => {
                 let id = prefix.as_ref().map(|p| format!("{p}-{seq}"));
                 let frame = Frame::data(event(id.as_deref(), &data));
                 Some((Ok(frame), (stream, prefix, seq, None, guard)))
             }
+            Next::Lost(error) => Some((Ok(Frame::data(event(None, &error?))), (None, prefix, after, None, guard))),
             Next::End | Next::Wait => {
                 if let Some(guard) = guard {
                     guard.disarm(); // ended normally: nothing to cancel
