@@ -509,32 +509,20 @@ pub struct PartParams {
     n: usize,
 }
 
-/// The most a whole report is served at once; a larger one is read in parts.
-const WHOLE_REPORT_MAX: u64 = 8 * 1024 * 1024;
-
 fn missing(id: &str) -> ToolError {
     ToolError::not_found(format!(
         "No report {id} of yours: reports are kept a day, for the caller that ran the batch; run the batch again for a new one."
     ))
 }
 
-/// `paypedia://reports/{id}`: the whole CSV report (small ones; larger ones are read in parts).
+/// `paypedia://reports/{id}`: the whole CSV report, whatever its size: streamed from its file
+/// as it is sent, so the server holds a chunk of it at a time, never the whole.
 pub async fn report_resource(
     r: mcp::server::ResourceRequest<ReportParams>,
     cx: RequestContext,
-) -> Result<String, ToolError> {
+) -> Result<mcp::server::StreamedText, ToolError> {
     let path = report_path(&r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
-    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    if size > WHOLE_REPORT_MAX {
-        return Err(ToolError::invalid_params(format!(
-            "The report is {size} bytes: read it in parts of {PART_ROWS} rows, paypedia://reports/{}/part/1 and on.",
-            r.params.id
-        )));
-    }
-    tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
-        .await
-        .map_err(|e| ToolError::new(e.to_string()))?
-        .map_err(|e| ToolError::new(format!("cannot read the report: {e}")))
+    mcp::server::StreamedText::file(path).await.map_err(|e| ToolError::new(format!("cannot read the report: {e}")))
 }
 
 /// `paypedia://reports/{id}/part/{n}`: rows `(n-1)*100000+1` to `n*100000` of a report, with its

@@ -132,6 +132,13 @@ async fn with_sqlite_results_survive_a_restart_and_a_kill_reads_as_failed() {
     assert!(reason.contains("stopped while this task was running"), "{reason}");
 }
 
+/// The process's peak resident memory (`VmHWM`), in KiB.
+fn peak_rss_kib(pid: u32) -> i64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 /// Polls `iban_check_batch_status` until the job is done; returns its last answer.
 fn follow_job(server: &mut LinePeer, job: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -175,8 +182,18 @@ fn a_client_that_knows_nothing_of_tasks_completes_the_batch_through_the_status_t
     let csv = part["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(csv.starts_with("input,verdict,error,bank,bic\n"), "{}", &csv[..80]);
     assert_eq!(csv.lines().count(), 100_001, "a part holds 100,000 rows and the header");
+    // The whole report, tens of megabytes, is one response: streamed from its file as it is
+    // written, so the server's peak memory does not grow by the report's size.
+    let bytes = summary["report"]["bytes"].as_u64().unwrap();
+    assert!(bytes > 40 << 20, "a report larger than any message budget: {bytes}");
+    let peak_before = peak_rss_kib(server.pid());
     let whole = server.request("resources/read", json!({"uri": report}));
-    assert!(whole["error"]["message"].as_str().unwrap().contains("read it in parts"), "{whole}");
+    let text = whole["result"]["contents"][0]["text"].as_str().expect("the whole report");
+    assert_eq!(text.len() as u64, bytes, "every byte of the file");
+    assert_eq!(text.lines().count(), 1_000_001);
+    assert_eq!(&text[..csv.len().min(29)], &csv[..29], "the same header");
+    let grown = peak_rss_kib(server.pid()) - peak_before;
+    assert!(grown < (bytes / 1024 / 4) as i64, "peak memory grew by {grown} KiB for a {bytes}-byte report");
     server.finish();
 }
 

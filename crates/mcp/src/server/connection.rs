@@ -29,6 +29,7 @@ use crate::engine::memory;
 use crate::engine::outbox::{Outbox, OutboxReceiver};
 use crate::engine::raw::{RawParams, Span};
 use crate::engine::session::Session;
+use crate::engine::splice::{self, Expanded};
 use crate::server::bounded;
 use crate::server::era::{self, Admitted};
 use crate::server::{Change, Router};
@@ -484,11 +485,19 @@ pub(crate) async fn forward_changes_from(
     }
 }
 
-/// Drains the outbox into the writer, coalescing whatever is queued into one write.
+/// Drains the outbox into the writer, coalescing whatever is queued into one write. A message
+/// whose text is streamed ([`splice`]) goes out piece by piece, after what was queued before it.
 async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: OutboxReceiver) -> std::io::Result<()> {
     const COALESCE_LIMIT: usize = 256 * 1024;
     let mut buffer = Vec::with_capacity(16 * 1024);
     while let Some(message) = rx.recv().await {
+        let message = match splice::expand(message) {
+            Expanded::Whole(message) => message,
+            Expanded::Streamed(pieces) => {
+                write_pieces(&mut writer, pieces).await?;
+                continue;
+            }
+        };
         if message.len() >= COALESCE_LIMIT {
             // A huge message goes out from its own buffer, not copied into this one.
             writer.write_all(&message).await?;
@@ -505,26 +514,48 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: OutboxReceiver
             buffer.extend_from_slice(&message);
             buffer.push(b'\n');
         }
+        let mut streamed = None;
         while buffer.len() < COALESCE_LIMIT {
             match rx.try_recv() {
                 Ok(message) if message.is_empty() => {} // an HTTP-only "close the stream" marker
-                Ok(message) => {
-                    buffer.extend_from_slice(&message);
-                    buffer.push(b'\n');
-                }
+                Ok(message) => match splice::expand(message) {
+                    Expanded::Whole(message) => {
+                        buffer.extend_from_slice(&message);
+                        buffer.push(b'\n');
+                    }
+                    Expanded::Streamed(pieces) => {
+                        streamed = Some(pieces);
+                        break;
+                    }
+                },
                 Err(_) => break,
             }
         }
-        if buffer.is_empty() {
-            continue;
+        if !buffer.is_empty() {
+            writer.write_all(&buffer).await?;
+            writer.flush().await?;
+            buffer.clear();
         }
-        writer.write_all(&buffer).await?;
-        writer.flush().await?;
-        buffer.clear();
+        if let Some(pieces) = streamed {
+            write_pieces(&mut writer, pieces).await?;
+        }
         if buffer.capacity() > COALESCE_LIMIT * 4 {
             buffer.shrink_to(16 * 1024);
         }
     }
     writer.shutdown().await.ok();
     Ok(())
+}
+
+/// Writes one streamed message, then its line's end.
+async fn write_pieces<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    mut pieces: futures_util::stream::BoxStream<'static, bytes::Bytes>,
+) -> std::io::Result<()> {
+    use futures_util::StreamExt;
+    while let Some(piece) = pieces.next().await {
+        writer.write_all(&piece).await?;
+    }
+    writer.write_all(b"\n").await?;
+    writer.flush().await
 }

@@ -55,7 +55,7 @@ pub use context::{Elicitation, RequestContext, SessionRef};
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
-pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest};
+pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest, StreamedText};
 pub use skills::Skill;
 pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
 

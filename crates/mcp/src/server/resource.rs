@@ -32,6 +32,39 @@ pub struct ResourceRequest<P = ()> {
 #[derive(Debug, Clone)]
 pub struct Blob(pub Vec<u8>);
 
+/// Text resource contents read as they are sent, never held whole: a text of any size (a
+/// report of a hundred megabytes) costs the server one chunk of memory at a time. The response
+/// is, byte for byte, the one the same text in a `String` would make; on stdio, in an HTTP body
+/// or an SSE event it is written as it is read. Its text is sent once: a client that resumes an
+/// SSE stream after this response, or on another instance of a cluster, gets an error asking it
+/// to read the resource again. The text should be UTF-8 (other bytes become U+FFFD); a read that
+/// fails midway ends the text with a line saying so.
+pub struct StreamedText(crate::engine::splice::Reader);
+
+impl StreamedText {
+    /// The text `reader` gives.
+    pub fn new(reader: impl tokio::io::AsyncRead + Send + Unpin + 'static) -> StreamedText {
+        StreamedText(Box::new(reader))
+    }
+
+    /// The text of the file at `path` (opened now: a missing file is an error here, not midway).
+    pub async fn file(path: impl AsRef<std::path::Path>) -> std::io::Result<StreamedText> {
+        Ok(StreamedText::new(tokio::fs::File::open(path).await?))
+    }
+}
+
+impl std::fmt::Debug for StreamedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamedText")
+    }
+}
+
+impl IntoContents for StreamedText {
+    fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents> {
+        crate::engine::splice::register(self.0).into_contents(uri, mime_type)
+    }
+}
+
 /// What a resource handler may return.
 pub trait IntoContents {
     /// The contents, given the URI read and the registered MIME type.

@@ -401,3 +401,52 @@ async fn anonymous_http_callers_cannot_list_or_reach_each_others_jobs() {
             .await;
     assert_ne!(r.json()["result"]["isError"], true, "{}", r.body);
 }
+
+/// The text of `test://big`: about 13 MB of lines with quotes and non-ASCII to escape.
+fn big_text() -> String {
+    (0..300_000).map(|i| format!("line {i}: \"ünïcødé\" \\ tab\there\n")).collect()
+}
+
+/// A server with `test://big`, streamed ([`mcp::server::StreamedText`]) after a progress report.
+async fn start_with_big_resource() -> String {
+    use mcp::server::{RequestContext, ResourceRequest, StreamedText};
+    let router = router().resource("test://big", "big", |_r: ResourceRequest, cx: RequestContext| async move {
+        cx.progress(0.0, None, Some("streaming")).await;
+        Ok::<_, mcp::ToolError>(StreamedText::new(std::io::Cursor::new(big_text().into_bytes())))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve_listener(listener, McpService::new(router, HttpConfig::default())));
+    addr.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_text_arrives_whole_in_json_and_in_sse_and_is_not_sent_twice() {
+    let addr = start_with_big_resource().await;
+    let expected = big_text();
+    let long = Duration::from_secs(60);
+    // 2026-07-28, no progress token: one JSON body, written as the text is read.
+    let read = rpc(1, "resources/read", modern(json!({"uri": "test://big"})));
+    let mut headers = vec![JSON_SSE, CT];
+    headers.extend(modern_headers("resources/read", Some("test://big")));
+    let r = send(&addr, "POST", "/mcp", &headers, &read.to_string(), long).await;
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let contents = &r.json()["result"]["contents"][0];
+    assert!(contents["text"].as_str() == Some(expected.as_str()), "the whole text, escaped as JSON");
+    // A legacy session with a progress token: an SSE stream, the text in its last event.
+    let sid = initialize(&addr).await;
+    let s = [JSON_SSE, CT, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let read = rpc(2, "resources/read", json!({"uri": "test://big", "_meta": {"progressToken": "p"}}));
+    let r = send(&addr, "POST", "/mcp", &s, &read.to_string(), long).await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let events = r.events();
+    assert_eq!(events[0]["method"], "notifications/progress");
+    assert!(events[1]["result"]["contents"][0]["text"].as_str() == Some(expected.as_str()), "the whole text in SSE");
+    // Resumed after the progress event, the stream cannot send the text again: it says so.
+    let progress_id = r.body.lines().filter_map(|l| l.strip_prefix("id: ")).nth(1).expect("the progress event's id");
+    let resume = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str()), ("Last-Event-ID", progress_id)];
+    let again = send(&addr, "GET", "/mcp", &resume, "", QUICK).await;
+    let answer = again.events().pop().expect("the answer, replayed");
+    assert_eq!(answer["id"], 2);
+    assert!(answer["error"]["message"].as_str().unwrap().contains("read the resource again"), "{answer}");
+}

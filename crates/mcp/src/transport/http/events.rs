@@ -86,6 +86,14 @@ impl EventStream {
         self.notify.notify_waiters();
     }
 
+    /// Puts `data` in place of event `seq`, if it is still kept.
+    pub fn replace(&self, seq: u64, data: Vec<u8>) {
+        let mut s = self.state.lock().unwrap();
+        if let Some(event) = s.events.iter_mut().find(|(n, _)| *n == seq) {
+            event.1 = data;
+        }
+    }
+
     /// The sequence number the next [`EventStream::push`] will get.
     pub fn next_seq(&self) -> u64 {
         self.state.lock().unwrap().next_seq + 1

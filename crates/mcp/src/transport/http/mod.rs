@@ -247,7 +247,11 @@ pub(crate) fn plain(status: StatusCode, text: &str) -> Response<Body> {
 }
 
 pub(crate) fn json(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
-    let mut r = Response::new(sse::full(bytes));
+    let body = match crate::engine::splice::expand(bytes) {
+        crate::engine::splice::Expanded::Whole(bytes) => sse::full(bytes),
+        crate::engine::splice::Expanded::Streamed(pieces) => sse::pieces(pieces),
+    };
+    let mut r = Response::new(body);
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r

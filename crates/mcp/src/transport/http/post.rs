@@ -414,7 +414,10 @@ async fn pump(
             if let Some(log) = &log {
                 // Logged before it is delivered: what a client may have seen is in the log.
                 let seq = stream.next_seq();
-                log.directory.log_event(&log.session, log.stream, seq, &message).await;
+                // A text streamed into the message is sent once, here: the log keeps an error.
+                let spent = crate::engine::splice::spent(&message);
+                let logged = spent.as_deref().unwrap_or(&message);
+                log.directory.log_event(&log.session, log.stream, seq, logged).await;
             }
             stream.push(message);
         }

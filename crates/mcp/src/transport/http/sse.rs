@@ -8,8 +8,11 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use tokio_util::sync::CancellationToken;
 
+use futures_util::stream::{self, BoxStream, StreamExt};
+
 use super::events::{EventStream, Next};
 use crate::engine::outbox::OutboxReceiver;
+use crate::engine::splice::{self, Expanded};
 
 pub use crate::net::body::{full, Body};
 
@@ -32,6 +35,28 @@ pub fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// A body made of `pieces` (a message whose text is streamed).
+pub fn pieces(pieces: BoxStream<'static, Bytes>) -> Body {
+    StreamBody::new(pieces.map(|piece| Ok::<_, Infallible>(Frame::data(piece)))).boxed_unsync()
+}
+
+/// One SSE event whose data may have a streamed text in it: its pieces, and, when it had one,
+/// what to keep of it in its place for a later reader ([`splice::spent`]).
+fn event_pieces(id: Option<&str>, data: Vec<u8>) -> (BoxStream<'static, Bytes>, Option<Vec<u8>>) {
+    let spent = splice::spent(&data);
+    match splice::expand(data) {
+        Expanded::Whole(data) => (stream::once(std::future::ready(event(id, &data))).boxed(), None),
+        Expanded::Streamed(pieces) => {
+            let head = match id {
+                Some(id) => Bytes::from(format!("id: {id}\ndata: ")),
+                None => Bytes::from_static(b"data: "),
+            };
+            let pieces = stream::iter([head]).chain(pieces).chain(stream::iter([Bytes::from_static(b"\n\n")]));
+            (pieces.boxed(), spent)
+        }
+    }
+}
+
 /// A priming event: an id and empty data, and how long to wait before reconnecting.
 pub fn priming(id: &str, retry_ms: u64) -> Bytes {
     Bytes::from(format!("id: {id}\nretry: {retry_ms}\ndata: \n\n"))
@@ -51,17 +76,24 @@ pub fn follow(
     let generation = stream.generation();
     let guard = on_drop.map(|t| t.drop_guard());
     let state = (Some(stream), prefix, after, first, guard);
-    let body = futures_util::stream::unfold(state, move |(stream, prefix, after, first, guard)| async move {
+    let events = stream::unfold(state, move |(stream, prefix, after, first, guard)| async move {
         if let Some(first) = first {
-            return Some((Ok::<_, Infallible>(Frame::data(first)), (stream, prefix, after, None, guard)));
+            return Some((stream::once(std::future::ready(first)).boxed(), (stream, prefix, after, None, guard)));
         }
-        match stream.as_ref()?.next(after, generation).await {
+        let events = stream.as_ref()?;
+        match events.next(after, generation).await {
             Next::Event(seq, data) => {
                 let id = prefix.as_ref().map(|p| format!("{p}-{seq}"));
-                let frame = Frame::data(event(id.as_deref(), &data));
-                Some((Ok(frame), (stream, prefix, seq, None, guard)))
+                let (pieces, spent) = event_pieces(id.as_deref(), data);
+                if let Some(spent) = spent {
+                    events.replace(seq, spent); // its text can be streamed once
+                }
+                Some((pieces, (stream, prefix, seq, None, guard)))
             }
-            Next::Lost(error) => Some((Ok(Frame::data(event(None, &error?))), (None, prefix, after, None, guard))),
+            Next::Lost(error) => {
+                let error = stream::once(std::future::ready(event(None, &error?))).boxed();
+                Some((error, (None, prefix, after, None, guard)))
+            }
             Next::End | Next::Wait => {
                 if let Some(guard) = guard {
                     guard.disarm(); // ended normally: nothing to cancel
@@ -70,7 +102,8 @@ pub fn follow(
             }
         }
     });
-    StreamBody::new(body).boxed_unsync()
+    let frames = events.flatten().map(|piece| Ok::<_, Infallible>(Frame::data(piece)));
+    StreamBody::new(frames).boxed_unsync()
 }
 
 /// A body that streams a queue of messages as SSE events (a legacy GET stream).
@@ -88,15 +121,16 @@ pub fn from_queue(
         }
     }
     let state = (rx, Ender(Some(on_end)), first);
-    let body = futures_util::stream::unfold(state, |(mut rx, ender, first)| async move {
+    let events = stream::unfold(state, |(mut rx, ender, first)| async move {
         if let Some(first) = first {
-            return Some((Ok::<_, Infallible>(Frame::data(first)), (rx, ender, None)));
+            return Some((stream::once(std::future::ready(first)).boxed(), (rx, ender, None)));
         }
         let message = rx.recv().await?;
         if message.is_empty() {
-            return Some((Ok(Frame::data(Bytes::from_static(b": \n\n"))), (rx, ender, None)));
+            return Some((stream::once(std::future::ready(Bytes::from_static(b": \n\n"))).boxed(), (rx, ender, None)));
         }
-        Some((Ok(Frame::data(event(None, &message))), (rx, ender, None)))
+        Some((event_pieces(None, message).0, (rx, ender, None)))
     });
-    StreamBody::new(body).boxed_unsync()
+    let frames = events.flatten().map(|piece| Ok::<_, Infallible>(Frame::data(piece)));
+    StreamBody::new(frames).boxed_unsync()
 }
