@@ -3,9 +3,10 @@
 //! One per stdio connection that opened with `initialize`, one per `Mcp-Session-Id` on HTTP.
 //! 2026-07-28 requests have no session: everything they need is in their own `_meta`.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
 use mcp_types::logging::LoggingLevel;
@@ -20,15 +21,36 @@ use super::outbox::Outbox;
 const MAX_PENDING: usize = 1024;
 const NO_LEVEL: u8 = u8::MAX;
 
+/// The capabilities and names of live sessions' clients, each kept once.
+static CAPABILITIES: Mutex<Vec<Weak<ClientCapabilities>>> = Mutex::new(Vec::new());
+static IMPLEMENTATIONS: Mutex<Vec<Weak<Implementation>>> = Mutex::new(Vec::new());
+/// Distinct values shared at most (others are kept by their session alone).
+const MAX_SHARED: usize = 256;
+
+/// `value`, shared with the live sessions that hold an equal one.
+fn shared<T: PartialEq>(table: &Mutex<Vec<Weak<T>>>, value: T) -> Arc<T> {
+    let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+    table.retain(|known| known.strong_count() > 0);
+    if let Some(known) = table.iter().filter_map(Weak::upgrade).find(|known| **known == value) {
+        return known;
+    }
+    let value = Arc::new(value);
+    if table.len() < MAX_SHARED {
+        table.push(Arc::downgrade(&value));
+    }
+    value
+}
+
 /// The state of one legacy session.
 #[derive(Debug)]
 pub struct Session {
-    /// The negotiated protocol version.
-    pub version: String,
-    /// What the client declared in `initialize`.
-    pub client_capabilities: ClientCapabilities,
-    /// Who the client said it is.
-    pub client_info: Implementation,
+    /// The negotiated protocol version (one of ours, so not copied per session).
+    pub version: Cow<'static, str>,
+    /// What the client declared in `initialize` (shared by the sessions of clients that
+    /// declared the same: a server holding thousands of sessions keeps a few copies).
+    pub client_capabilities: Arc<ClientCapabilities>,
+    /// Who the client said it is (shared likewise).
+    pub client_info: Arc<Implementation>,
     /// The session-wide stream for messages unrelated to a request (stdio: stdout).
     pub outbox: Outbox,
     log_level: AtomicU8,
@@ -52,10 +74,11 @@ struct Extras {
 impl Session {
     /// A session after a successful `initialize`.
     pub fn new(version: String, caps: ClientCapabilities, info: Implementation, outbox: Outbox) -> Self {
+        let known = mcp_types::ProtocolVersion::ALL.into_iter().find(|known| *known == version);
         Session {
-            version,
-            client_capabilities: caps,
-            client_info: info,
+            version: known.map_or(Cow::Owned(version), Cow::Borrowed),
+            client_capabilities: shared(&CAPABILITIES, caps),
+            client_info: shared(&IMPLEMENTATIONS, info),
             outbox,
             log_level: AtomicU8::new(NO_LEVEL),
             next_id: AtomicI64::new(0),

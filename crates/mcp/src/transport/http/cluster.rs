@@ -79,7 +79,8 @@ async fn act(shared: &Shared, directory: &dyn SessionDirectory, event: ClusterEv
 /// the stream writes it. A GET opening here takes the queue back ([`HttpSession::want_get`]).
 /// Ends when the session's queue closes (the session is gone here).
 pub(crate) fn relay_get_messages(session: &HttpSession, directory: Arc<dyn SessionDirectory>) {
-    let (queue, wanted, id) = (session.get_rx.clone(), session.get_wanted.clone(), session.id.clone());
+    let wanted = session.get_wanted.get_or_init(Default::default).clone();
+    let (queue, id) = (session.get_rx.clone(), session.id.clone());
     tokio::spawn(async move {
         loop {
             let mut rx = queue.clone().lock_owned().await;

@@ -778,7 +778,9 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
         // In a cluster the relay to other nodes may hold the queue: it gives it up at once; an
         // open GET stream does not.
         Err(_) if shared.config.directory.is_some() => {
-            session.get_wanted.notify_one();
+            if let Some(relay) = session.get_wanted.get() {
+                relay.notify_one();
+            }
             match tokio::time::timeout(GET_HANDOVER, session.get_rx.clone().lock_owned()).await {
                 Ok(guard) => guard,
                 Err(_) => return plain(StatusCode::CONFLICT, "this session already has an open GET stream"),

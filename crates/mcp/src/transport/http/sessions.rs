@@ -23,8 +23,9 @@ pub(crate) struct HttpSession {
     /// Messages for the GET stream; a GET holds the lock while open (in a cluster, the relay
     /// to other nodes holds it otherwise).
     pub get_rx: Arc<tokio::sync::Mutex<OutboxReceiver>>,
-    /// Tells the relay to give the queue up: a GET stream opens here.
-    pub get_wanted: Arc<tokio::sync::Notify>,
+    /// Tells the relay to give the queue up: a GET stream opens here (clusters only: made when
+    /// the relay starts).
+    pub get_wanted: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
     pub inflight: Mutex<InFlight>,
     pub streams: Mutex<Vec<(u64, Arc<EventStream>)>>,
     next_stream: AtomicU64,
@@ -68,9 +69,9 @@ impl HttpSession {
     /// The record other nodes rebuild this session from.
     pub fn record(&self) -> super::directory::SessionRecord {
         super::directory::SessionRecord {
-            version: self.session.version.clone(),
-            capabilities: self.session.client_capabilities.clone(),
-            client_info: self.session.client_info.clone(),
+            version: self.session.version.to_string(),
+            capabilities: (*self.session.client_capabilities).clone(),
+            client_info: (*self.session.client_info).clone(),
             owner: self.owner.clone(),
             log_level: self.session.log_level(),
             subscriptions: self.session.subscriptions(),
@@ -146,7 +147,7 @@ impl SessionTable {
             id: id.clone(),
             session,
             get_rx: Arc::new(tokio::sync::Mutex::new(get_rx)),
-            get_wanted: Arc::new(tokio::sync::Notify::new()),
+            get_wanted: std::sync::OnceLock::new(),
             inflight: Mutex::new(InFlight::default()),
             streams: Mutex::new(Vec::new()),
             next_stream: AtomicU64::new(0),
