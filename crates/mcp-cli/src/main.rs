@@ -83,6 +83,10 @@ struct Cli {
     /// Seconds a request may go without an answer or progress.
     #[arg(long, global = true, default_value_t = 60)]
     timeout: u64,
+    /// The largest message accepted from the server, in MiB (a whole large resource needs
+    /// more than the 16 of the default).
+    #[arg(long, global = true, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_message_mib: u64,
     /// Speak only the legacy handshake (skip the 2026-07-28 probe).
     #[arg(long, global = true)]
     legacy: bool,
@@ -371,6 +375,7 @@ fn options(cli: &Cli) -> Result<ClientOptions, Failure> {
         tracer,
         legacy_only: cli.legacy,
         ca_files: cli.cacerts.clone(),
+        max_message_bytes: (cli.max_message_mib as usize) << 20,
         ..ClientOptions::default()
     })
 }

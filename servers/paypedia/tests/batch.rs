@@ -205,7 +205,8 @@ fn a_client_that_knows_nothing_of_tasks_completes_the_batch_through_the_status_t
 async fn the_2025_11_25_form_over_stdio() {
     let dir = batch_dir();
     let command = StdioCommand::new(PAYPEDIA).args(["--input-dir", dir.path().to_str().unwrap()]);
-    let options = ClientOptions { legacy_only: true, ..ClientOptions::default() };
+    // A budget large enough for the whole report (ours is 16 MiB unless raised).
+    let options = ClientOptions { legacy_only: true, max_message_bytes: 128 << 20, ..ClientOptions::default() };
     let client = Client::connect_stdio(command, options).await.unwrap();
     assert_eq!(client.description().protocol_version, "2025-11-25");
     let started = start(&client, &million(dir.path())).await;
@@ -213,6 +214,9 @@ async fn the_2025_11_25_form_over_stdio() {
     let mut seen = Vec::new();
     let result = client.wait_task(&id, |t| seen.push(t.status)).await.unwrap();
     assert!(mcp::testing::assert_tool_ok(&result).contains("1000000 IBANs checked"));
+    let report = result.structured_content.as_ref().unwrap()["report"]["uri"].as_str().unwrap().to_owned();
+    let whole = serde_json::to_value(client.read_resource(&report).await.unwrap()).unwrap();
+    assert_eq!(whole["contents"][0]["text"].as_str().unwrap().lines().count(), 1_000_001, "our client reads it whole");
     assert!(seen.contains(&TaskStatus::Working), "{seen:?}");
     let listed = client.list_tasks().await.unwrap();
     assert!(listed.iter().any(|t| t.id == id && t.status == TaskStatus::Completed), "{listed:?}");

@@ -203,6 +203,18 @@ impl Core {
 
     /// One message from the server as the JSON text it came in (a stdio line), read once
     /// (twice when traced). `false` when the text is not JSON at all.
+    /// Fails request `id`: its response was larger than [`ClientOptions::max_message_bytes`].
+    pub fn fail_oversized(self: &Arc<Self>, id: &RequestId) {
+        let limit = self.options.max_message_bytes;
+        let message = format!(
+            "the server's response is larger than this client accepts ({limit} bytes: raise \
+             ClientOptions::max_message_bytes, or `mcp --max-message-mib`)"
+        );
+        let error =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": TRANSPORT_FAILED.0, "message": message}});
+        self.on_text(&error.to_string());
+    }
+
     pub fn on_text(self: &Arc<Self>, text: &str) -> bool {
         if self.options.tracer.is_some() {
             match serde_json::from_str::<Value>(text) {
@@ -662,5 +674,60 @@ impl Drop for CancelOnDrop<'_> {
                 let _ = sender.send(note).await;
             });
         }
+    }
+}
+
+/// The id of the response whose first and last bytes are `head` and `tail` (a line too long to
+/// read whole), when it stands where servers put it: among the first members (ours, rmcp, the
+/// Python SDK: `{"jsonrpc":"2.0","id":…`) or last (the TypeScript SDK: `…,"jsonrpc":"2.0","id":1}`).
+pub(crate) fn answered_id(head: &[u8], tail: &[u8]) -> Option<RequestId> {
+    id_among_first_members(&String::from_utf8_lossy(head)).or_else(|| id_as_last_member(&String::from_utf8_lossy(tail)))
+}
+
+fn id_among_first_members(head: &str) -> Option<RequestId> {
+    let mut rest = head.trim_start().strip_prefix('{')?;
+    loop {
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        let key = values.next()?.ok()?;
+        let after_key = rest[values.byte_offset()..].trim_start().strip_prefix(':')?;
+        let mut values = serde_json::Deserializer::from_str(after_key).into_iter::<Value>();
+        let value = values.next()?.ok()?; // a large value (the result) ends the search
+        if key == "id" {
+            return serde_json::from_value(value).ok();
+        }
+        rest = after_key[values.byte_offset()..].trim_start().strip_prefix(',')?;
+    }
+}
+
+fn id_as_last_member(tail: &str) -> Option<RequestId> {
+    let mut rest = tail.trim_end().strip_suffix('}')?.trim_end();
+    if let Some(before) = rest.strip_suffix("\"2.0\"") {
+        let before = before.trim_end().strip_suffix(':')?.trim_end().strip_suffix("\"jsonrpc\"")?;
+        rest = before.trim_end().strip_suffix(',')?.trim_end();
+    }
+    let at = rest.rfind("\"id\"")?;
+    let value = rest[at + 4..].trim_start().strip_prefix(':')?.trim();
+    let opens_member = rest[..at].trim_end().ends_with([',', '{']);
+    opens_member.then(|| serde_json::from_str(value).ok()).flatten()
+}
+
+#[cfg(test)]
+mod answered_id_tests {
+    use super::{answered_id, RequestId};
+
+    #[test]
+    fn the_id_is_found_first_or_last() {
+        let ours = br#"{"jsonrpc":"2.0","id":12,"result":{"contents":[{"text":"aaaa"#;
+        assert_eq!(answered_id(ours, b"aaa\"}]}}"), Some(RequestId::Number(12)));
+        let typescript = br#"aaaa"}]},"jsonrpc":"2.0","id":"r-7"}"#;
+        assert_eq!(
+            answered_id(br#"{"result":{"contents":[{"text":"aaaa"#, typescript),
+            Some(RequestId::String("r-7".into()))
+        );
+        let spaced = br#"{ "jsonrpc": "2.0", "id": 3, "result": {"#;
+        assert_eq!(answered_id(spaced, b""), Some(RequestId::Number(3)));
+        // An "id" inside the result is not the response's.
+        assert_eq!(answered_id(br#"{"result":{"id":5,"text":"aaaa"#, br#"aaaa"}}"#), None);
+        assert_eq!(answered_id(b"", br#"{"text":"x","id":9}}"#), None);
     }
 }

@@ -22,9 +22,6 @@ use crate::error::Error;
 use crate::net::connect::{why, Connector};
 use crate::util::BoxFuture;
 
-/// The largest JSON response body read; a larger one is a transport failure, not a memory hog.
-const MAX_BODY: usize = 16 * 1024 * 1024;
-
 type Hyper = HyperClient<Connector, Full<Bytes>>;
 
 #[derive(Default)]
@@ -49,6 +46,8 @@ struct HttpSender {
     core: Weak<Core>,
     /// Sees each exchange's head (`ClientOptions::http_tracer`).
     http_tracer: Option<super::HttpTracer>,
+    /// `ClientOptions::max_message_bytes`: a JSON body or an SSE event at most this large.
+    max_message: usize,
 }
 
 /// Wires an HTTP endpoint to `core`.
@@ -76,6 +75,7 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
         get_stream: Mutex::new(None),
         core: Arc::downgrade(core),
         http_tracer: core.options.http_tracer.clone(),
+        max_message: core.options.max_message_bytes,
     });
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
     core.set_sender(Arc::new(sender));
@@ -334,8 +334,16 @@ impl HttpSender {
         if is_sse && status.is_success() {
             return self.follow_stream(id, response.into_body()).await;
         }
-        let body =
-            Limited::new(response.into_body(), MAX_BODY).collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = match Limited::new(response.into_body(), self.max_message).collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                if let Some(core) = self.core.upgrade() {
+                    core.fail_oversized(&id);
+                }
+                return;
+            }
+            Err(_) => Default::default(),
+        };
         match serde_json::from_slice::<Value>(&body) {
             Ok(mut v) if v.get("jsonrpc").is_some() || v.is_array() => {
                 if v.get("error").is_some() && v["id"].is_null() {
@@ -362,6 +370,14 @@ impl HttpSender {
             let Some(stream) = body.take() else { break };
             let answered = |m: &Value| m.get("id") == Some(&answer) && m.get("method").is_none();
             if self.read_events(stream, &mut resume, answered).await {
+                return;
+            }
+            if resume.dropped_oversized {
+                // The answer was, most likely, the event too large to take: resuming would
+                // only replay it.
+                if let Some(core) = self.core.upgrade() {
+                    core.fail_oversized(&id);
+                }
                 return;
             }
             // Cut before the answer: resume if we can.
@@ -392,7 +408,7 @@ impl HttpSender {
         resume: &mut Resumption,
         last: impl Fn(&Value) -> bool,
     ) -> bool {
-        let mut parser = Parser::default();
+        let mut parser = Parser::with_limit(self.max_message);
         while let Some(Ok(frame)) = body.frame().await {
             let Some(data) = frame.data_ref() else { continue };
             for event in parser.feed(data) {
@@ -405,6 +421,7 @@ impl HttpSender {
                 }
             }
         }
+        resume.dropped_oversized |= parser.dropped_any();
         false
     }
 
@@ -443,7 +460,7 @@ impl HttpSender {
         let me = self.clone();
         tokio::spawn(async move {
             let mut body = response.into_body();
-            let mut parser = Parser::default();
+            let mut parser = Parser::with_limit(me.max_message);
             let mut tx = Some(tx);
             while let Some(Ok(frame)) = body.frame().await {
                 let Some(data) = frame.data_ref() else { continue };

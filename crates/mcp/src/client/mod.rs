@@ -131,7 +131,14 @@ pub struct ClientOptions {
     /// its own unless several are given one to share (only `cacheScope: "public"` results are
     /// then shared, between clients of the same server URL).
     pub cache: Option<Arc<cache::ResultCache>>,
+    /// The largest message accepted from the server, in bytes (16 MiB unless set): a line on
+    /// stdio, a JSON body or an SSE event on HTTP. A larger response fails its request at once,
+    /// saying so; raise this to read, say, a whole report of a hundred megabytes.
+    pub max_message_bytes: usize,
 }
+
+/// [`ClientOptions::max_message_bytes`] unless set.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A server's era as remembered from an earlier connection (see [`Client::era`]). The spec lets
 /// a client persist the era it detected per server, re-probing when the assumption fails.
@@ -167,6 +174,7 @@ impl Default for ClientOptions {
             on_notification: None,
             log_level: None,
             cache: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }

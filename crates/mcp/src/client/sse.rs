@@ -33,9 +33,31 @@ pub struct Parser {
     skipping_line: bool,
     /// The current event grew past [`MAX_PENDING`]: it is not delivered.
     oversized: bool,
+    /// The most an event or a line may hold (0: [`MAX_PENDING`]).
+    limit: usize,
+    /// Some event was dropped for its size.
+    dropped: bool,
 }
 
 impl Parser {
+    /// A parser whose events may hold at most `limit` bytes.
+    pub fn with_limit(limit: usize) -> Parser {
+        Parser { limit, ..Parser::default() }
+    }
+
+    /// Whether some event was dropped because it was larger than the limit.
+    pub fn dropped_any(&self) -> bool {
+        self.dropped
+    }
+
+    fn limit(&self) -> usize {
+        if self.limit == 0 {
+            MAX_PENDING
+        } else {
+            self.limit
+        }
+    }
+
     /// Adds bytes; returns the events they completed.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<Event> {
         self.buffer.extend_from_slice(chunk);
@@ -52,9 +74,10 @@ impl Parser {
             self.line(line.trim_end_matches('\r'), &mut events);
         }
         self.buffer.drain(..start);
-        if self.buffer.len() > MAX_PENDING {
+        if self.buffer.len() > self.limit() {
             self.buffer.clear();
             self.skipping_line = true;
+            self.dropped = true;
         }
         events
     }
@@ -79,9 +102,10 @@ impl Parser {
                 }
                 self.current.data.push_str(value);
                 self.has_data = true;
-                if self.current.data.len() > MAX_PENDING {
+                if self.current.data.len() > self.limit() {
                     self.current.data = String::new();
                     self.oversized = true;
+                    self.dropped = true;
                 }
             }
             "id" => self.current.id = Some(value.to_owned()),
@@ -97,11 +121,13 @@ impl Parser {
 pub(crate) struct Resumption {
     pub(crate) last_id: Option<String>,
     pub(crate) retry: Duration,
+    /// An event was dropped for its size (`ClientOptions::max_message_bytes`).
+    pub(crate) dropped_oversized: bool,
 }
 
 impl Default for Resumption {
     fn default() -> Self {
-        Resumption { last_id: None, retry: Duration::from_secs(1) }
+        Resumption { last_id: None, retry: Duration::from_secs(1), dropped_oversized: false }
     }
 }
 

@@ -26,8 +26,6 @@ use crate::util::BoxFuture;
 
 /// Kept of a child's stderr, at most.
 const STDERR_CAP: usize = 64 * 1024;
-/// The longest line read from the server's stdout; longer ones are skipped.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// What becomes of a server process's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -310,7 +308,8 @@ pub(crate) fn start_streams(
         let _closed = CloseSignal(closed_tx);
         // Bounded lines of bytes: an endless or non-UTF-8 line from the server is skipped, and
         // the connection goes on.
-        let mut lines = LineReader::new(reader, MAX_LINE);
+        let max_line = weak.upgrade().map_or(0, |core| core.options.max_message_bytes);
+        let mut lines = LineReader::new(reader, max_line);
         while let Ok(Some(frame)) = lines.next().await {
             let Some(core) = weak.upgrade() else { return };
             match frame {
@@ -321,7 +320,13 @@ pub(crate) fn start_streams(
                         String::from_utf8_lossy(&line[..line.len().min(200)])
                     ),
                 },
-                Frame::TooLong => tracing::warn!("the server wrote a line over {MAX_LINE} bytes; skipped"),
+                Frame::TooLong => {
+                    let (head, tail) = lines.dropped_line_ends();
+                    match super::core::answered_id(head, tail) {
+                        Some(id) => core.fail_oversized(&id),
+                        None => tracing::warn!("the server wrote a line over {max_line} bytes; skipped"),
+                    }
+                }
             }
         }
         if let Some(core) = weak.upgrade() {

@@ -28,7 +28,14 @@ pub struct LineReader<R> {
     /// Inside an oversized line: skip until its newline.
     skipping: bool,
     eof: bool,
+    /// The first and last bytes of the oversized line being skipped (or last skipped), so that a
+    /// reader can tell which request it answered.
+    dropped_head: Vec<u8>,
+    dropped_tail: Vec<u8>,
 }
+
+/// Bytes kept of each end of a dropped line.
+const DROPPED_ENDS: usize = 256;
 
 const CHUNK: usize = 64 * 1024;
 /// A line at least this long is handed over in the reader's own buffer instead of copied out.
@@ -45,7 +52,26 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             max_line,
             skipping: false,
             eof: false,
+            dropped_head: Vec::new(),
+            dropped_tail: Vec::new(),
         }
+    }
+
+    /// The first and the last bytes (up to 256 of each) of the last line reported as
+    /// [`Frame::TooLong`].
+    pub fn dropped_line_ends(&self) -> (&[u8], &[u8]) {
+        (&self.dropped_head, &self.dropped_tail)
+    }
+
+    /// Notes `bytes`, the next part of a line being dropped.
+    fn note_dropped(&mut self, bytes: &[u8], first: bool) {
+        if first {
+            self.dropped_head = bytes[..bytes.len().min(DROPPED_ENDS)].to_vec();
+            self.dropped_tail.clear();
+        }
+        self.dropped_tail.extend_from_slice(&bytes[bytes.len().saturating_sub(DROPPED_ENDS)..]);
+        let excess = self.dropped_tail.len().saturating_sub(DROPPED_ENDS);
+        self.dropped_tail.drain(..excess);
     }
 
     /// The next frame, or `None` at end of input. A last line without a newline still counts.
@@ -86,6 +112,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         let Some(end) = memchr(&self.buffer[self.scanned..]).map(|i| i + self.scanned) else {
             if self.buffer.len() - self.start > self.max_line {
                 // Too long already: drop what we have and skip to the newline.
+                let dropped = std::mem::take(&mut self.buffer);
+                self.note_dropped(&dropped[self.start..], !self.skipping);
+                self.buffer = dropped;
                 self.buffer.clear();
                 self.buffer.shrink_to(CHUNK);
                 self.start = 0;
@@ -105,7 +134,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        if std::mem::take(&mut self.skipping) || line.len() > self.max_line {
+        let skipped = std::mem::take(&mut self.skipping);
+        if skipped || line.len() > self.max_line {
+            self.note_dropped(&line, !skipped);
             return Some(Frame::TooLong);
         }
         Some(Frame::Line(line))
@@ -128,7 +159,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 
     fn take_rest(&mut self) -> Option<Frame> {
         if std::mem::take(&mut self.skipping) {
-            self.buffer.clear();
+            let rest = std::mem::take(&mut self.buffer);
+            self.note_dropped(&rest[self.start.min(rest.len())..], false);
             return Some(Frame::TooLong);
         }
         self.compact();
@@ -155,6 +187,23 @@ mod tests {
             out.push(f);
         }
         out
+    }
+
+    #[tokio::test]
+    async fn a_dropped_line_leaves_its_two_ends() {
+        for (middle, max) in [(200_000, 100_000), (500, 300)] {
+            let mut line = br#"{"jsonrpc":"2.0","id":7,"result":{"text":""#.to_vec();
+            line.extend(std::iter::repeat_n(b'x', middle));
+            line.extend_from_slice(br#""},"jsonrpc":"2.0","id":7}"#);
+            let mut input = line.clone();
+            input.extend_from_slice(b"\nnext\n");
+            let mut reader = LineReader::new(&input[..], max);
+            assert_eq!(reader.next().await.unwrap(), Some(Frame::TooLong));
+            let (head, tail) = reader.dropped_line_ends();
+            assert_eq!(head, &line[..DROPPED_ENDS]);
+            assert_eq!(tail, &line[line.len() - DROPPED_ENDS..]);
+            assert_eq!(reader.next().await.unwrap(), Some(Frame::Line(b"next".to_vec())));
+        }
     }
 
     #[tokio::test]

@@ -407,13 +407,19 @@ fn big_text() -> String {
     (0..300_000).map(|i| format!("line {i}: \"ünïcødé\" \\ tab\there\n")).collect()
 }
 
-/// A server with `test://big`, streamed ([`mcp::server::StreamedText`]) after a progress report.
-async fn start_with_big_resource() -> String {
+/// The test router with `test://big`, streamed ([`mcp::server::StreamedText`]) after a progress
+/// report.
+fn router_with_big_resource() -> mcp::server::Router {
     use mcp::server::{RequestContext, ResourceRequest, StreamedText};
-    let router = router().resource("test://big", "big", |_r: ResourceRequest, cx: RequestContext| async move {
+    router().resource("test://big", "big", |_r: ResourceRequest, cx: RequestContext| async move {
         cx.progress(0.0, None, Some("streaming")).await;
         Ok::<_, mcp::ToolError>(StreamedText::new(std::io::Cursor::new(big_text().into_bytes())))
-    });
+    })
+}
+
+/// A server with `test://big` on a real socket.
+async fn start_with_big_resource() -> String {
+    let router = router_with_big_resource();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve_listener(listener, McpService::new(router, HttpConfig::default())));
@@ -449,4 +455,38 @@ async fn a_streamed_text_arrives_whole_in_json_and_in_sse_and_is_not_sent_twice(
     let answer = again.events().pop().expect("the answer, replayed");
     assert_eq!(answer["id"], 2);
     assert!(answer["error"]["message"].as_str().unwrap().contains("read the resource again"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_reads_a_response_within_its_budget_and_fails_one_beyond_it_at_once() {
+    use mcp::client::{Client, ClientOptions};
+    let text_of = |read: &mcp::types::resources::ReadResourceResult| {
+        serde_json::to_value(read).unwrap()["contents"][0]["text"].clone()
+    };
+    let small = |legacy_only| ClientOptions { max_message_bytes: 1 << 20, legacy_only, ..ClientOptions::default() };
+    let large = |legacy_only| ClientOptions { max_message_bytes: 64 << 20, legacy_only, ..ClientOptions::default() };
+    // A byte stream (stdio's reader), then HTTP in both eras (a JSON body, an SSE event).
+    for legacy_only in [true, false] {
+        let client = mcp::testing::connect_with(router_with_big_resource(), small(legacy_only)).await.unwrap();
+        let asked = std::time::Instant::now();
+        let refused = client.read_resource("test://big").await.expect_err("13 MB over a 1 MiB budget");
+        assert!(refused.to_string().contains("max_message_bytes"), "{refused}");
+        assert!(asked.elapsed() < Duration::from_secs(20), "failed at once, not at the timeout");
+        let client = mcp::testing::connect_with(router_with_big_resource(), large(legacy_only)).await.unwrap();
+        assert_eq!(text_of(&client.read_resource("test://big").await.unwrap()), big_text());
+    }
+    let addr = start_with_big_resource().await;
+    let url = format!("http://{addr}/mcp");
+    for legacy_only in [true, false] {
+        let client = Client::connect_http(&url, small(legacy_only)).await.unwrap();
+        let refused = client.read_resource("test://big").await.expect_err("over the budget on HTTP");
+        assert!(refused.to_string().contains("max_message_bytes"), "{refused}");
+        let client = Client::connect_http(&url, large(legacy_only)).await.unwrap();
+        assert_eq!(text_of(&client.read_resource("test://big").await.unwrap()), big_text());
+        // With a progress report first, the answer is an SSE event: too large, it fails too.
+        let client = Client::connect_http(&url, small(legacy_only)).await.unwrap();
+        let streamed = client.request_with_progress("resources/read", json!({"uri": "test://big"}), |_| {}).await;
+        let refused = streamed.expect_err("an SSE event over the budget");
+        assert!(refused.to_string().contains("max_message_bytes"), "{refused}");
+    }
 }
