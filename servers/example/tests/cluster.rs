@@ -626,14 +626,19 @@ fn call_wait(
         "params": {"name": "wait", "arguments": {"ms": ms, "every_ms": every_ms}, "_meta": {"progressToken": "w"}}});
     let mut stream = Stream::open(port, "POST", session, Some(call));
     let (mut progress, mut last) = (Vec::new(), None);
-    while progress.len() < before {
-        let (event, message) = stream.next_event().expect("the first events");
-        last = event.or(last);
+    read_progress(&mut stream, before, &mut progress, &mut last);
+    (stream, progress, last)
+}
+
+/// Reads `stream` until `progress` holds `count` progress numbers, noting the last event id.
+fn read_progress(stream: &mut Stream, count: usize, progress: &mut Vec<f64>, last: &mut Option<String>) {
+    while progress.len() < count {
+        let (event, message) = stream.next_event().expect("the stream goes on");
+        *last = event.or(last.take());
         if message["method"] == "notifications/progress" {
             progress.push(message["params"]["progress"].as_f64().unwrap());
         }
     }
-    (stream, progress, last)
 }
 
 #[test]
@@ -645,13 +650,7 @@ fn a_stream_resumed_on_another_node_after_its_producer_was_slowed_down_shows_no_
     let (mut stream, mut progress, mut last) = call_wait(a, &session, 31, 2000, 20, 3);
     // Redis stops taking writes for a while: the node's log falls behind, then catches up.
     assert_eq!(redis.command(&["CLIENT", "PAUSE", "1500", "WRITE"]).unwrap(), "+OK");
-    while progress.len() < 40 {
-        let (event, message) = stream.next_event().expect("the live stream goes on while Redis is slow");
-        last = event.or(last);
-        if message["method"] == "notifications/progress" {
-            progress.push(message["params"]["progress"].as_f64().unwrap());
-        }
-    }
+    read_progress(&mut stream, 40, &mut progress, &mut last); // the live stream goes on
     drop(stream);
     let mut resumed = Stream::resume(b, &session, last.as_deref().unwrap());
     let answer = read_until_answer(&mut resumed, 31, &mut progress, &mut last).expect("the answer, on node B");
