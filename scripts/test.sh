@@ -42,10 +42,13 @@ log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
 log "mcp-stack feature by feature: each compiles alone, and the stdio core keeps its layers and its footprint"
-for feature in "" http tls auth client cli sqlite redis; do
+for feature in "" jsonschema http tls auth client cli sqlite redis; do
     cargo check -p mcp-stack --locked --no-default-features ${feature:+--features "$feature"}
 done
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
+# Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
+# whose nested arguments the structural checks judge.
+cargo test -p mcp-bench-small-server --locked
 
 log "official conformance suite: mcp-server-conformance (server) and mcp-client-conformance (client)"
 bash scripts/conformance.sh

@@ -35,6 +35,27 @@ pub use error::{Error, ToolError};
 pub use mcp_types as types;
 pub use server::{RequestContext, Router};
 
+/// The cargo features this build of the library has, in the order its manifest lists them
+/// (cargo unifies features across a workspace build: this says what a binary really got).
+pub const FEATURES: &[&str] = &[
+    #[cfg(feature = "jsonschema")]
+    "jsonschema",
+    #[cfg(feature = "http")]
+    "http",
+    #[cfg(feature = "tls")]
+    "tls",
+    #[cfg(feature = "auth")]
+    "auth",
+    #[cfg(feature = "client")]
+    "client",
+    #[cfg(feature = "cli")]
+    "cli",
+    #[cfg(feature = "sqlite")]
+    "sqlite",
+    #[cfg(feature = "redis")]
+    "redis",
+];
+
 /// Serves `router` as the command line asks: stdio by default, Streamable HTTP with
 /// `--http ADDR` (served at path `/mcp`), and every option of [`cli::ServeArgs`]. Without
 /// arguments (how hosts start stdio servers) no parser runs. `--help` names the server by its

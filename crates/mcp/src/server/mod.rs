@@ -35,6 +35,8 @@ pub mod schema;
 pub mod scopes;
 pub mod skills;
 pub(crate) mod state;
+#[cfg(any(test, not(feature = "jsonschema")))]
+mod structural_schema;
 pub mod tasks;
 pub(crate) mod tool;
 pub mod uri_template;

@@ -1,8 +1,12 @@
-//! JSON Schemas derived from Rust types (schemars) and enforced on input (jsonschema).
+//! JSON Schemas derived from Rust types (schemars) and enforced on input.
 //!
 //! A tool's argument type derives `JsonSchema`; its schema is generated once, compiled once,
-//! and checked before the handler runs, so a handler only ever sees arguments that match.
+//! and checked before the handler runs, so a handler only ever sees arguments that match. Flat
+//! schemas are checked in place; others by the `jsonschema` crate (feature `jsonschema`, on by
+//! default) or, without it, by the structural checks of `structural_schema`, which refuse a
+//! schema using a keyword they do not check.
 
+#[cfg(feature = "jsonschema")]
 use jsonschema::Validator;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
@@ -83,7 +87,11 @@ enum Compiled {
     /// The common flat shape, checked directly.
     Flat(super::flat_schema::FlatSchema),
     /// Everything else, by the general validator.
+    #[cfg(feature = "jsonschema")]
     General(Box<Validator>),
+    /// Everything else, by the structural checks (built without `jsonschema`).
+    #[cfg(not(feature = "jsonschema"))]
+    General(Box<super::structural_schema::StructuralSchema>),
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -98,12 +106,21 @@ impl CompiledSchema {
         if let Some(flat) = super::flat_schema::FlatSchema::from_schema(schema) {
             return Ok(CompiledSchema { inner: Compiled::Flat(flat) });
         }
+        Self::compile_general(schema).map(|general| CompiledSchema { inner: Compiled::General(Box::new(general)) })
+    }
+
+    #[cfg(feature = "jsonschema")]
+    fn compile_general(schema: &JsonObject) -> Result<Validator, String> {
         let value = Value::Object(schema.clone());
-        let validator = jsonschema::options()
+        jsonschema::options()
             .should_validate_formats(true)
             .build(&value)
-            .map_err(|e| format!("invalid JSON Schema: {e}"))?;
-        Ok(CompiledSchema { inner: Compiled::General(Box::new(validator)) })
+            .map_err(|e| format!("invalid JSON Schema: {e}"))
+    }
+
+    #[cfg(not(feature = "jsonschema"))]
+    fn compile_general(schema: &JsonObject) -> Result<super::structural_schema::StructuralSchema, String> {
+        super::structural_schema::StructuralSchema::compile(schema).map_err(|e| format!("invalid JSON Schema: {e}"))
     }
 
     /// Whether the general validator handles this schema (it is not a flat one).
@@ -125,27 +142,36 @@ impl CompiledSchema {
 
     /// `Ok` when `instance` matches, else one line per violation (at most 10), each naming where.
     pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
-        let validator = match &self.inner {
-            Compiled::Flat(flat) => return flat.check(instance),
-            Compiled::General(validator) => validator,
-        };
-        if validator.is_valid(instance) {
-            return Ok(());
+        match &self.inner {
+            Compiled::Flat(flat) => flat.check(instance),
+            Compiled::General(general) => check_general(general, instance),
         }
-        let problems: Vec<String> = validator
-            .iter_errors(instance)
-            .take(10)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    format!("{e}")
-                } else {
-                    format!("at {path}: {e}")
-                }
-            })
-            .collect();
-        Err(problems)
     }
+}
+
+#[cfg(not(feature = "jsonschema"))]
+fn check_general(general: &super::structural_schema::StructuralSchema, instance: &Value) -> Result<(), Vec<String>> {
+    general.check(instance)
+}
+
+#[cfg(feature = "jsonschema")]
+fn check_general(validator: &Validator, instance: &Value) -> Result<(), Vec<String>> {
+    if validator.is_valid(instance) {
+        return Ok(());
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(instance)
+        .take(10)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                format!("{e}")
+            } else {
+                format!("at {path}: {e}")
+            }
+        })
+        .collect();
+    Err(problems)
 }
 
 #[cfg(test)]
