@@ -263,6 +263,12 @@ fn requested_version(params: Option<&RawValue>) -> Option<String> {
 }
 
 /// Gives a result the fields its era expects.
+/// The server's `Implementation` as JSON, serialized once.
+fn info_json(router: &Router) -> &Value {
+    let config = &router.inner.config;
+    config.info_json.get_or_init(|| serde_json::to_value(&config.info).unwrap_or_default())
+}
+
 pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool) -> Value {
     if !modern {
         return result;
@@ -281,8 +287,7 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
     }
     let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
-        meta.entry(meta::SERVER_INFO)
-            .or_insert_with(|| serde_json::to_value(&router.inner.config.info).unwrap_or_default());
+        meta.entry(meta::SERVER_INFO).or_insert_with(|| info_json(router).clone());
     }
     Value::Object(object)
 }

@@ -127,6 +127,8 @@ pub type SubscribeHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
 /// Settings fixed before serving.
 pub(crate) struct Config {
     pub info: Implementation,
+    /// `info` as JSON, made once for the `serverInfo` of every 2026-07-28 result.
+    pub info_json: std::sync::OnceLock<serde_json::Value>,
     pub instructions: Option<String>,
     pub page_size: usize,
     pub cache_ttl: Duration,
@@ -165,6 +167,7 @@ impl Router {
             inner: Arc::new(Inner {
                 config: Config {
                     info: Implementation::new("mcp-rs", env!("CARGO_PKG_VERSION")),
+                    info_json: std::sync::OnceLock::new(),
                     instructions: None,
                     page_size: 100,
                     cache_ttl: Duration::ZERO,
@@ -191,7 +194,9 @@ impl Router {
     }
 
     fn config_mut(&mut self) -> &mut Config {
-        &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config
+        let config = &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config;
+        config.info_json = std::sync::OnceLock::new(); // made again from what is configured
+        config
     }
 
     /// The server's name and version, as clients see them.

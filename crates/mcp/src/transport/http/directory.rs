@@ -58,6 +58,9 @@ pub enum RecordChange {
 impl RecordChange {
     /// The change `method` with `params` makes, if any.
     pub fn of(method: &str, params: Option<&str>) -> Option<RecordChange> {
+        if !matches!(method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe") {
+            return None; // most requests: no parse
+        }
         let params: Value = serde_json::from_str(params?).ok()?;
         match method {
             "logging/setLevel" => Some(RecordChange::Level(serde_json::from_value(params.get("level")?.clone()).ok()?)),

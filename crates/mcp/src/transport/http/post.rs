@@ -201,8 +201,7 @@ async fn request(
     }
     let RequestParts { headers, session, caller, peer } = from;
     if modern {
-        let checked = check_modern_headers(headers, method, params)
-            .and_then(|()| check_param_headers(&shared.router, headers, method, params));
+        let checked = check_modern_headers(&shared.router, headers, method, params);
         if let Err(e) = checked {
             return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
         }
@@ -585,11 +584,94 @@ async fn initialize(
     r
 }
 
-/// 2026-07-28: the request-metadata headers must be present and match the body.
-fn check_modern_headers(headers: &HeaderMap, method: &str, params: Option<&RawValue>) -> Result<(), ErrorObject> {
+/// What the request-metadata headers are compared with: the body's protocol version and the
+/// field `Mcp-Name` mirrors. Read without building a tree of the arguments (most requests);
+/// `None` when the params are not a plain object of unique keys, which the full parse judges.
+struct HeaderFields<'a> {
+    version: Option<std::borrow::Cow<'a, str>>,
+    name: Option<std::borrow::Cow<'a, str>>,
+    uri: Option<std::borrow::Cow<'a, str>>,
+    task_id: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> HeaderFields<'a> {
+    fn read(params: Option<&'a RawValue>) -> Option<HeaderFields<'a>> {
+        #[derive(serde::Deserialize)]
+        struct Fields<'a> {
+            #[serde(rename = "_meta", borrow, default)]
+            meta: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            name: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            uri: Option<&'a RawValue>,
+            #[serde(rename = "taskId", borrow, default)]
+            task_id: Option<&'a RawValue>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta<'a> {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+            version: Option<&'a RawValue>,
+        }
+        let Some(params) = params else {
+            return Some(HeaderFields { version: None, name: None, uri: None, task_id: None });
+        };
+        let text = params.get();
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        // A string stays a string; any other value reads as absent, as `Value::as_str` would.
+        let string = |raw: Option<&'a RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
+        let fields: Fields<'a> = serde_json::from_str(text).ok()?;
+        let version = match fields.meta {
+            Some(meta) if meta.get().trim_start().starts_with('{') => {
+                string(serde_json::from_str::<Meta<'a>>(meta.get()).ok()?.version)
+            }
+            _ => None,
+        };
+        Some(HeaderFields {
+            version,
+            name: string(fields.name),
+            uri: string(fields.uri),
+            task_id: string(fields.task_id),
+        })
+    }
+
+    /// The same fields from the whole params (when the light read could not judge them).
+    fn from_tree(body: &Value) -> HeaderFields<'static> {
+        let string = |v: &Value| v.as_str().map(|s| std::borrow::Cow::Owned(s.to_owned()));
+        HeaderFields {
+            version: string(&body["_meta"][meta::PROTOCOL_VERSION]),
+            name: string(&body["name"]),
+            uri: string(&body["uri"]),
+            task_id: string(&body["taskId"]),
+        }
+    }
+}
+
+/// The whole params as a tree (`Null` when absent or not JSON).
+fn params_tree(params: Option<&RawValue>) -> Value {
+    params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null)
+}
+
+/// 2026-07-28: the request-metadata headers must be present and match the body, and arguments
+/// annotated `x-mcp-header` must be mirrored in `Mcp-Param-*`.
+fn check_modern_headers(
+    router: &crate::server::Router,
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), ErrorObject> {
+    let fields = match HeaderFields::read(params) {
+        Some(fields) => fields,
+        None => HeaderFields::from_tree(&params_tree(params)),
+    };
+    check_metadata_headers(headers, method, &fields)?;
+    check_param_headers(router, headers, method, fields.name.as_deref(), params)
+}
+
+fn check_metadata_headers(headers: &HeaderMap, method: &str, body: &HeaderFields<'_>) -> Result<(), ErrorObject> {
     let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
-    let body: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
-    let version = body["_meta"][meta::PROTOCOL_VERSION].as_str().unwrap_or("");
+    let version = body.version.as_deref().unwrap_or("");
     match header(headers, "mcp-protocol-version") {
         Some(h) if h == version => {}
         Some(h) => return Err(mismatch(format!("MCP-Protocol-Version header {h:?} does not match body {version:?}"))),
@@ -600,14 +682,14 @@ fn check_modern_headers(headers: &HeaderMap, method: &str, params: Option<&RawVa
         Some(h) => return Err(mismatch(format!("Mcp-Method header {h:?} does not match body method {method:?}"))),
         None => return Err(mismatch("the Mcp-Method header is required".into())),
     }
-    let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+    let mirrored = match method {
+        "tools/call" | "prompts/get" => Some(&body.name),
+        "resources/read" => Some(&body.uri),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(&body.task_id),
         _ => None,
     };
-    if let Some(field) = name_field {
-        let expected = body[field].as_str().unwrap_or("");
+    if let Some(field) = mirrored {
+        let expected = field.as_deref().unwrap_or("");
         match header(headers, "mcp-name").map(decode_header_value) {
             Some(Some(h)) if h == expected => {}
             Some(Some(h)) => {
@@ -621,19 +703,22 @@ fn check_modern_headers(headers: &HeaderMap, method: &str, params: Option<&RawVa
 }
 
 /// `tools/call`: arguments annotated `x-mcp-header` must be mirrored, equal, in `Mcp-Param-*`.
+/// The arguments are parsed only for a tool that has such arguments.
 fn check_param_headers(
     router: &crate::server::Router,
     headers: &HeaderMap,
     method: &str,
+    name: Option<&str>,
     params: Option<&RawValue>,
 ) -> Result<(), ErrorObject> {
-    if method != "tools/call" {
+    let Some(name) = name.filter(|_| method == "tools/call") else { return Ok(()) };
+    let annotated = router.header_params(name);
+    if annotated.is_empty() {
         return Ok(());
     }
-    let body: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
-    let Some(name) = body["name"].as_str() else { return Ok(()) };
+    let body = params_tree(params);
     let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
-    for (arg, suffix, kind) in router.header_params(name) {
+    for (arg, suffix, kind) in annotated {
         let header_name = format!("mcp-param-{}", suffix.to_ascii_lowercase());
         let value = &body["arguments"][&arg];
         let present = headers.get(&header_name);
@@ -904,5 +989,36 @@ pub(crate) async fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> 
         }
         Some(_) => rpc_error(StatusCode::NOT_FOUND, None, ErrorObject::invalid_request("Session not found")),
         None => plain(StatusCode::METHOD_NOT_ALLOWED, "DELETE needs an Mcp-Session-Id"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The light read gives what the whole parse gives, or declines (and the whole parse judges).
+    #[test]
+    fn header_fields_read_light_agree_with_the_tree() {
+        let cases = [
+            r#"{"name":"echo","arguments":{"text":"hi","nested":[1,{"name":"inner"}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"name":"\u00e9cho \"q\"","_meta":{"io.modelcontextprotocol/protocolVersion":5}}"#,
+            r#"{"name":7,"uri":"file:///a","taskId":null,"_meta":[]}"#,
+            r#"{"uri":"x","_meta":"2026-07-28"}"#,
+            r#"{"name":"a","name":"b"}"#,
+            r#"["echo"]"#,
+            r#"{}"#,
+        ];
+        for text in cases {
+            let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+            let tree = HeaderFields::from_tree(&params_tree(Some(&raw)));
+            let Some(light) = HeaderFields::read(Some(&raw)) else {
+                assert!(text.starts_with('[') || text.contains(r#""name":"a","name""#), "declined {text}");
+                continue;
+            };
+            assert_eq!(light.version, tree.version, "{text}");
+            assert_eq!(light.name, tree.name, "{text}");
+            assert_eq!(light.uri, tree.uri, "{text}");
+            assert_eq!(light.task_id, tree.task_id, "{text}");
+        }
     }
 }

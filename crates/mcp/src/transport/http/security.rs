@@ -66,7 +66,8 @@ pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
     let (kind, _) = media.split_once('/').unwrap_or((media, ""));
     headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
         let m = item.split(';').next().unwrap_or("").trim();
-        m.eq_ignore_ascii_case(media) || m == "*/*" || m.eq_ignore_ascii_case(&format!("{kind}/*"))
+        let kind_wildcard = m.split_once('/').is_some_and(|(k, sub)| sub == "*" && k.eq_ignore_ascii_case(kind));
+        m.eq_ignore_ascii_case(media) || m == "*/*" || kind_wildcard
     })
 }
 
