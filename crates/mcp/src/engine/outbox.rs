@@ -153,6 +153,11 @@ impl OutboxReceiver {
         }
     }
 
+    /// Whether no message is queued now.
+    pub fn is_empty(&self) -> bool {
+        self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
     /// The next message if one is queued now.
     pub fn try_recv(&mut self) -> Result<Vec<u8>, TryRecvError> {
         // Read the count first: a sender that queued and then left is seen in the queue.

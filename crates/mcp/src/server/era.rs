@@ -263,10 +263,26 @@ fn requested_version(params: Option<&RawValue>) -> Option<String> {
 }
 
 /// Gives a result the fields its era expects.
-/// The server's `Implementation` as JSON, serialized once.
-fn info_json(router: &Router) -> &Value {
+/// The server's `Implementation` as JSON, made once: whole for `server/discover`, and its name,
+/// version and title for every other result (what the spec asks there: "server name and
+/// version"; the description and icons would be sent again with every answer).
+fn info_json(router: &Router, whole: bool) -> &Value {
     let config = &router.inner.config;
-    config.info_json.get_or_init(|| serde_json::to_value(&config.info).unwrap_or_default())
+    let [short, full] = config.info_json.get_or_init(|| {
+        let full = serde_json::to_value(&config.info).unwrap_or_default();
+        let mut short = serde_json::Map::new();
+        for key in ["name", "version", "title"] {
+            if let Some(v) = full.get(key) {
+                short.insert(key.into(), v.clone());
+            }
+        }
+        [Value::Object(short), full]
+    });
+    if whole {
+        full
+    } else {
+        short
+    }
 }
 
 pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool) -> Value {
@@ -287,7 +303,7 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
     }
     let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
-        meta.entry(meta::SERVER_INFO).or_insert_with(|| info_json(router).clone());
+        meta.entry(meta::SERVER_INFO).or_insert_with(|| info_json(router, method == "server/discover").clone());
     }
     Value::Object(object)
 }

@@ -114,7 +114,7 @@ impl FlatSchema {
 
     fn check_property(&self, name: &str, value: Seen<'_>, problems: &mut Vec<String>) {
         match self.properties.iter().find(|(p, _)| p == name) {
-            Some((_, rule)) => rule.check(&format!("/{}", escape(name)), value, problems),
+            Some((_, rule)) => rule.check(Pointer(name), value, problems),
             None if !self.additional => {
                 problems.push(format!("Additional properties are not allowed ('{name}' was unexpected)"));
             }
@@ -344,7 +344,7 @@ impl Rule {
         })
     }
 
-    fn check(&self, path: &str, value: Seen<'_>, problems: &mut Vec<String>) {
+    fn check(&self, path: Pointer<'_>, value: Seen<'_>, problems: &mut Vec<String>) {
         if !self.has_type(value) {
             let quoted: Vec<String> = self.types.iter().map(|t| format!("\"{t}\"")).collect();
             let noun = if quoted.len() == 1 { "type" } else { "types" };
@@ -364,7 +364,7 @@ impl Rule {
         }
         if let Seen::Value(Value::Number(n)) = value {
             let n = n.as_f64().unwrap_or_default();
-            self.check_bounds(path, n, show(value), problems);
+            self.check_bounds(path, n, || show(value), problems);
         }
         let text = match value {
             Seen::Value(Value::String(s)) => Some(s.as_str()),
@@ -376,7 +376,7 @@ impl Rule {
         }
     }
 
-    fn check_bounds(&self, path: &str, n: f64, shown: String, problems: &mut Vec<String>) {
+    fn check_bounds(&self, path: Pointer<'_>, n: f64, shown: impl Fn() -> String, problems: &mut Vec<String>) {
         let checks = [
             (self.minimum.is_some_and(|m| n < m), "less than the minimum of", self.minimum),
             (self.maximum.is_some_and(|m| n > m), "greater than the maximum of", self.maximum),
@@ -393,12 +393,12 @@ impl Rule {
         ];
         for (broken, words, bound) in checks {
             if broken {
-                problems.push(format!("at {path}: {shown} is {words} {}", bound.unwrap_or_default()));
+                problems.push(format!("at {path}: {} is {words} {}", shown(), bound.unwrap_or_default()));
             }
         }
     }
 
-    fn check_length(&self, path: &str, s: &str, problems: &mut Vec<String>, shown: impl Fn() -> String) {
+    fn check_length(&self, path: Pointer<'_>, s: &str, problems: &mut Vec<String>, shown: impl Fn() -> String) {
         if self.min_length.is_none() && self.max_length.is_none() {
             return;
         }
@@ -421,6 +421,16 @@ fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
+    }
+}
+
+/// A property's JSON Pointer (`/name`), written out only when a problem names it.
+#[derive(Clone, Copy)]
+struct Pointer<'a>(&'a str);
+
+impl std::fmt::Display for Pointer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "/{}", escape(self.0))
     }
 }
 

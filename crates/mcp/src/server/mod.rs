@@ -127,8 +127,9 @@ pub type SubscribeHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
 /// Settings fixed before serving.
 pub(crate) struct Config {
     pub info: Implementation,
-    /// `info` as JSON, made once for the `serverInfo` of every 2026-07-28 result.
-    pub info_json: std::sync::OnceLock<serde_json::Value>,
+    /// `info` as JSON, made once for the `serverInfo` of every 2026-07-28 result: its name,
+    /// version and title, and whole (for `server/discover`).
+    pub info_json: std::sync::OnceLock<[serde_json::Value; 2]>,
     pub instructions: Option<String>,
     pub page_size: usize,
     pub cache_ttl: Duration,

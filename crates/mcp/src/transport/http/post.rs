@@ -175,7 +175,10 @@ fn cancel(shared: &Shared, session: Option<&HttpSession>, params: Option<&RawVal
 }
 
 fn has_modern_meta(params: Option<&RawValue>) -> bool {
-    params.is_some_and(|p| p.get().contains(meta::PROTOCOL_VERSION))
+    // The searcher is made once: `str::contains` would build one per request.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(meta::PROTOCOL_VERSION));
+    params.is_some_and(|p| FINDER.find(p.get().as_bytes()).is_some())
 }
 
 /// Where a request comes from: its headers, its legacy session, its authenticated caller, its
@@ -223,7 +226,7 @@ async fn request(
     let task_token = token.clone();
     let task_id = id.clone();
     let task_session = session.clone();
-    let task = tokio::spawn(async move {
+    let mut work = Box::pin(async move {
         let result = tokio::select! {
             r = router.serve_request(&method, raw, &cx, modern) => Some(r),
             _ = task_token.cancelled() => None,
@@ -233,6 +236,19 @@ async fn request(
         }
         result.filter(|_| !task_token.is_cancelled()).map(|r| Answer::of(&task_id, r, modern))
     });
+    // Most handlers finish at their first poll: answered here, without a task of their own.
+    // One that waits is moved to a task (polled again there, with a real waker), so that its
+    // messages can stream while it runs.
+    let task = match futures_util::FutureExt::now_or_never(&mut work) {
+        Some(answer) if shared.config.json_only || rx.is_empty() => {
+            return match answer {
+                Some(answer) => answer.into_response(),
+                None => accepted(),
+            };
+        }
+        Some(answer) => tokio::spawn(std::future::ready(answer)), // its messages go first
+        None => tokio::spawn(work),
+    };
     respond(shared, session, modern, rx, task, token, &id).await
 }
 

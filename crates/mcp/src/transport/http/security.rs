@@ -63,17 +63,30 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// Whether the `Accept` header lists `media` (or a wildcard for it).
 pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
-        let m = item.split(';').next().unwrap_or("").trim();
-        let kind_wildcard = m.split_once('/').is_some_and(|(k, sub)| sub == "*" && k.eq_ignore_ascii_case(kind));
-        m.eq_ignore_ascii_case(media) || m == "*/*" || kind_wildcard
-    })
+    accepted_items(headers).any(|item| covers(item, media))
 }
 
-/// POST must accept both JSON and SSE answers.
+/// The media ranges of every `Accept` header, without their parameters.
+fn accepted_items(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    let values = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok());
+    values.flat_map(|v| v.split(',')).map(|item| item.split(';').next().unwrap_or("").trim())
+}
+
+/// Whether the media range `item` covers `media`.
+fn covers(item: &str, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    let kind_wildcard = item.split_once('/').is_some_and(|(k, sub)| sub == "*" && k.eq_ignore_ascii_case(kind));
+    item.eq_ignore_ascii_case(media) || item == "*/*" || kind_wildcard
+}
+
+/// POST must accept both JSON and SSE answers (one pass over the header).
 pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
-    if accepts(headers, "application/json") && accepts(headers, "text/event-stream") {
+    let (mut json, mut sse) = (false, false);
+    for item in accepted_items(headers) {
+        json |= covers(item, "application/json");
+        sse |= covers(item, "text/event-stream");
+    }
+    if json && sse {
         Ok(())
     } else {
         Err(refuse(StatusCode::NOT_ACCEPTABLE, "Accept must list both application/json and text/event-stream"))
