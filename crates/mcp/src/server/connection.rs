@@ -296,7 +296,7 @@ impl Connection {
         let router = self.router.clone();
         let outbox = self.outbox.clone();
         let ticket = self.inflight.insert(id.clone(), token.clone());
-        self.tasks.spawn(async move {
+        let mut work = Box::pin(async move {
             let outcome = tokio::select! {
                 outcome = router.serve_request(&method, raw, &cx, modern) => Some(outcome),
                 _ = token.cancelled() => None,
@@ -308,6 +308,19 @@ impl Connection {
             }
             ticket
         });
+        // Most requests are answered at their first poll, here, without a task of their own; one
+        // that waits moves to a task (polled again there with a real waker) and runs beside the
+        // next requests.
+        let first_poll = std::panic::AssertUnwindSafe(|| futures_util::FutureExt::now_or_never(&mut work));
+        match std::panic::catch_unwind(first_poll) {
+            Ok(Some(ticket)) => self.inflight.finish(&ticket),
+            Ok(None) => {
+                self.tasks.spawn(work);
+            }
+            // As a panicking task was: the request goes unanswered and the connection lives on
+            // (a handler's own panic is already an error response; this is the library's).
+            Err(_) => tracing::error!("a request's processing panicked"),
+        }
     }
 
     async fn on_initialize(&mut self, id: RequestId, params: Option<&RawValue>) {

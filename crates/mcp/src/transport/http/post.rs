@@ -239,15 +239,18 @@ async fn request(
     // Most handlers finish at their first poll: answered here, without a task of their own.
     // One that waits is moved to a task (polled again there, with a real waker), so that its
     // messages can stream while it runs.
-    let task = match futures_util::FutureExt::now_or_never(&mut work) {
-        Some(answer) if shared.config.json_only || rx.is_empty() => {
+    let first_poll = std::panic::AssertUnwindSafe(|| futures_util::FutureExt::now_or_never(&mut work));
+    let task = match std::panic::catch_unwind(first_poll) {
+        Ok(Some(answer)) if shared.config.json_only || rx.is_empty() => {
             return match answer {
                 Some(answer) => answer.into_response(),
                 None => accepted(),
             };
         }
-        Some(answer) => tokio::spawn(std::future::ready(answer)), // its messages go first
-        None => tokio::spawn(work),
+        Ok(Some(answer)) => tokio::spawn(std::future::ready(answer)), // its messages go first
+        Ok(None) => tokio::spawn(work),
+        // As a panicking task was (a handler's own panic is already an error response).
+        Err(_) => return plain(StatusCode::INTERNAL_SERVER_ERROR, "internal error: the request's processing panicked"),
     };
     respond(shared, session, modern, rx, task, token, &id).await
 }
