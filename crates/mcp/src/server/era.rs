@@ -87,7 +87,8 @@ fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta<'_>, ErrorObject> 
 const DECLARATION_BUDGET: usize = 1024 * 1024;
 
 /// A client's declaration, typed, parsed within [`DECLARATION_BUDGET`].
-fn declared<T: serde::de::DeserializeOwned>(raw: &RawValue, what: &str) -> Result<T, ErrorObject> {
+/// `what` names it in an error, and is written out only then.
+fn declared<T: serde::de::DeserializeOwned>(raw: &RawValue, what: std::fmt::Arguments<'_>) -> Result<T, ErrorObject> {
     let tree = super::bounded::parse(raw.get(), DECLARATION_BUDGET)
         .map_err(|e| ErrorObject::invalid_params(format!("{what} is {e}")))?;
     serde_json::from_value(tree).map_err(|e| ErrorObject::invalid_params(format!("{what} is malformed: {e}")))
@@ -149,7 +150,7 @@ fn admit_modern(
         return Err(unsupported_version(&version));
     }
     let client_capabilities: ClientCapabilities = match meta.client_capabilities {
-        Some(v) => declared(v, &format!("_meta[\"{}\"]", meta::CLIENT_CAPABILITIES))?,
+        Some(v) => declared(v, format_args!("_meta[\"{}\"]", meta::CLIENT_CAPABILITIES))?,
         None => {
             return Err(ErrorObject::invalid_params(format!(
                 "missing params._meta[\"{}\"] (send {{}} for a client without optional capabilities)",
@@ -157,7 +158,8 @@ fn admit_modern(
             )))
         }
     };
-    let client_info: Option<Implementation> = meta.client_info.and_then(|v| declared(v, "clientInfo").ok());
+    let client_info: Option<Implementation> =
+        meta.client_info.and_then(|v| declared(v, format_args!("clientInfo")).ok());
     let request_log_level: Option<LoggingLevel> = match meta.log_level {
         None => None,
         Some(v) => Some(serde_json::from_str(v.get()).map_err(|_| {
@@ -188,7 +190,7 @@ pub(crate) fn initialize(
     params: Option<&RawValue>,
 ) -> Result<(InitializeParams, InitializeResult), ErrorObject> {
     let raw = params.ok_or_else(|| ErrorObject::invalid_params("initialize needs params"))?;
-    let params: InitializeParams = declared(raw, "the initialize params")
+    let params: InitializeParams = declared(raw, format_args!("the initialize params"))
         .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {}", e.message)))?;
     let requested = params.protocol_version.as_str();
     let version = if ProtocolVersion::LEGACY.contains(&requested) { requested } else { ProtocolVersion::LATEST_LEGACY };

@@ -59,7 +59,7 @@ impl AuditLog {
         self.write(&entry);
     }
 
-    fn write(&self, entry: &Map<String, Value>) {
+    fn write(&self, entry: &impl serde::Serialize) {
         let mut line = serde_json::to_vec(entry).unwrap_or_default();
         line.push(b'\n');
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
@@ -69,35 +69,58 @@ impl AuditLog {
     }
 }
 
+/// One request's line, written straight from its fields (no map is built). The fields are in
+/// the sorted order lines have always had.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestLine {
+    account: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id: Option<String>,
+    duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<i32>,
+    method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<Value>,
+    protocol_version: String,
+    request_id: mcp_types::RequestId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    time: String,
+}
+
 /// The fields known before the request runs.
-fn start_entry(call: &Call<'_>, arguments: bool) -> Map<String, Value> {
-    let mut entry = Map::new();
-    entry.insert("time".into(), json!(iso8601(now_ms())));
-    entry.insert("requestId".into(), serde_json::to_value(call.request_id()).unwrap_or(Value::Null));
-    entry.insert("method".into(), json!(call.method()));
-    if let Some(name) = call.name() {
-        entry.insert("name".into(), json!(name));
+fn start_entry(call: &Call<'_>, arguments: bool) -> RequestLine {
+    let caller = call.caller();
+    let client = match call.method() {
+        "initialize" => initialize_client(call.params_json()),
+        _ => None,
+    };
+    let params = match call.params_json() {
+        Some(params) if arguments => Some(serde_json::from_str(params).unwrap_or(Value::Null)),
+        _ => None,
+    };
+    RequestLine {
+        account: call.account(),
+        client,
+        client_id: caller.as_ref().and_then(|c| c.client_id().map(str::to_owned)),
+        duration_ms: 0.0,
+        error_code: None,
+        method: call.method().to_owned(),
+        name: call.name().map(str::to_owned),
+        outcome: "cancelled",
+        params,
+        protocol_version: call.protocol_version().to_owned(),
+        request_id: call.request_id().clone(),
+        subject: caller.as_ref().map(|c| c.subject().to_owned()),
+        time: iso8601(now_ms()),
     }
-    entry.insert("protocolVersion".into(), json!(call.protocol_version()));
-    if call.method() == "initialize" {
-        if let Some(client) = initialize_client(call.params_json()) {
-            entry.insert("client".into(), client);
-        }
-    }
-    entry.insert("account".into(), json!(call.account()));
-    if let Some(caller) = call.caller() {
-        entry.insert("subject".into(), json!(caller.subject()));
-        if let Some(client) = caller.client_id() {
-            entry.insert("clientId".into(), json!(client));
-        }
-    }
-    if arguments {
-        if let Some(params) = call.params_json() {
-            let params: Value = serde_json::from_str(params).unwrap_or(Value::Null);
-            entry.insert("params".into(), params);
-        }
-    }
-    entry
 }
 
 /// The `clientInfo` an `initialize` names: `{"name", "version"}`, nothing else of it.
@@ -118,7 +141,7 @@ fn initialize_client(params: Option<&str>) -> Option<Value> {
 }
 
 /// How a request ended, as the log names it.
-fn outcome_fields(entry: &mut Map<String, Value>, outcome: &Outcome) {
+fn outcome_fields(entry: &mut RequestLine, outcome: &Outcome) {
     let (name, code) = match outcome {
         Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
         Ok(result) => match result.get("resultType").and_then(Value::as_str) {
@@ -129,24 +152,22 @@ fn outcome_fields(entry: &mut Map<String, Value>, outcome: &Outcome) {
         },
         Err(e) => ("error", Some(e.code.0)),
     };
-    entry.insert("outcome".into(), json!(name));
-    if let Some(code) = code {
-        entry.insert("errorCode".into(), json!(code));
-    }
+    entry.outcome = name;
+    entry.error_code = code;
 }
 
 /// Logs a request whose future was dropped (the client cancelled it, or the connection ended).
 struct Pending<'a> {
     log: &'a AuditLog,
-    entry: Option<Map<String, Value>>,
+    entry: Option<RequestLine>,
     start: Instant,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if let Some(mut entry) = self.entry.take() {
-            entry.insert("durationMs".into(), json!(self.start.elapsed().as_secs_f64() * 1000.0));
-            entry.insert("outcome".into(), json!("cancelled"));
+            entry.duration_ms = self.start.elapsed().as_secs_f64() * 1000.0;
+            entry.outcome = "cancelled";
             self.log.write(&entry);
         }
     }
@@ -160,7 +181,7 @@ impl Middleware for AuditLog {
             let outcome = next.run(call).await;
             if let Some(mut entry) = pending.entry.take() {
                 let ms = (pending.start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
-                entry.insert("durationMs".into(), json!(ms));
+                entry.duration_ms = ms;
                 outcome_fields(&mut entry, &outcome);
                 self.write(&entry);
             }
