@@ -53,7 +53,7 @@ const CACHEABLE: &[&str] = &[
 /// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
 /// text until typed, so a huge one is never a tree).
 #[derive(Deserialize, Default)]
-struct RequestMeta<'a> {
+pub(crate) struct RequestMeta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
     protocol_version: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
@@ -70,6 +70,13 @@ struct RequestMeta<'a> {
 struct ParamsMeta<'a> {
     #[serde(rename = "_meta", borrow)]
     meta: Option<RequestMeta<'a>>,
+}
+
+impl<'a> RequestMeta<'a> {
+    /// The protocol version as it was written (a JSON value, a string when well formed).
+    pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
+        self.protocol_version
+    }
 }
 
 fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta<'_>, ErrorObject> {
@@ -109,7 +116,19 @@ pub(crate) fn admit(
     outbox: Outbox,
     cancel: CancellationToken,
 ) -> Result<Admitted, ErrorObject> {
-    let meta = read_meta(params)?;
+    admit_read(method, id, read_meta(params)?, session, outbox, cancel)
+}
+
+/// [`admit`] with the params' `_meta` already read (by a transport that read the params for
+/// checks of its own).
+pub(crate) fn admit_read(
+    method: &str,
+    id: RequestId,
+    meta: RequestMeta<'_>,
+    session: Option<&Arc<Session>>,
+    outbox: Outbox,
+    cancel: CancellationToken,
+) -> Result<Admitted, ErrorObject> {
     if meta.protocol_version.is_some() {
         return admit_modern(method, id, meta, outbox, cancel);
     }

@@ -203,16 +203,22 @@ async fn request(
         return initialize(shared, id, params, from).await;
     }
     let RequestParts { headers, session, caller, peer } = from;
+    let mut meta_read = None;
     if modern {
-        let checked = check_modern_headers(&shared.router, headers, method, params);
-        if let Err(e) = checked {
+        let fields = HeaderFields::read(params).unwrap_or_else(|| HeaderFields::from_tree(&params_tree(params)));
+        if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &fields) {
             return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
         }
+        meta_read = fields.meta; // the params are not read again for it
     }
     let token = CancellationToken::new();
     let (outbox, rx) = Outbox::channel(64);
     let legacy = if modern { None } else { session.as_ref().map(|s| &s.session) };
-    let Admitted { cx, modern } = match era::admit(method, id.clone(), params, legacy, outbox, token.clone()) {
+    let admitted = match meta_read {
+        Some(meta) => era::admit_read(method, id.clone(), meta, legacy, outbox, token.clone()),
+        None => era::admit(method, id.clone(), params, legacy, outbox, token.clone()),
+    };
+    let Admitted { cx, modern } = match admitted {
         Ok(admitted) => admitted,
         // Without a session the request is judged as a 2026-07-28 one: 400 or 404.
         Err(e) if modern || legacy.is_none() => return rpc_error(modern_status(e.code), Some(id), e),
@@ -606,7 +612,9 @@ async fn initialize(
 /// What the request-metadata headers are compared with: the body's protocol version and the
 /// field `Mcp-Name` mirrors. Read without building a tree of the arguments (most requests);
 /// `None` when the params are not a plain object of unique keys, which the full parse judges.
+/// The `_meta` read on the way is kept for admitting the request.
 struct HeaderFields<'a> {
+    meta: Option<era::RequestMeta<'a>>,
     version: Option<std::borrow::Cow<'a, str>>,
     name: Option<std::borrow::Cow<'a, str>>,
     uri: Option<std::borrow::Cow<'a, str>>,
@@ -626,13 +634,8 @@ impl<'a> HeaderFields<'a> {
             #[serde(rename = "taskId", borrow, default)]
             task_id: Option<&'a RawValue>,
         }
-        #[derive(serde::Deserialize)]
-        struct Meta<'a> {
-            #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-            version: Option<&'a RawValue>,
-        }
         let Some(params) = params else {
-            return Some(HeaderFields { version: None, name: None, uri: None, task_id: None });
+            return Some(HeaderFields { meta: None, version: None, name: None, uri: None, task_id: None });
         };
         let text = params.get();
         if !text.trim_start().starts_with('{') {
@@ -641,13 +644,15 @@ impl<'a> HeaderFields<'a> {
         // A string stays a string; any other value reads as absent, as `Value::as_str` would.
         let string = |raw: Option<&'a RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
         let fields: Fields<'a> = serde_json::from_str(text).ok()?;
-        let version = match fields.meta {
-            Some(meta) if meta.get().trim_start().starts_with('{') => {
-                string(serde_json::from_str::<Meta<'a>>(meta.get()).ok()?.version)
-            }
-            _ => None,
+        // `_meta` must be an object (a struct would also take an array, by position).
+        let meta: Option<era::RequestMeta<'a>> = match fields.meta.map(|m| m.get()) {
+            None | Some("null") => None,
+            Some(m) if m.trim_start().starts_with('{') => Some(serde_json::from_str(m).ok()?),
+            Some(_) => return None,
         };
+        let version = string(meta.as_ref().and_then(|m| m.protocol_version()));
         Some(HeaderFields {
+            meta,
             version,
             name: string(fields.name),
             uri: string(fields.uri),
@@ -659,6 +664,7 @@ impl<'a> HeaderFields<'a> {
     fn from_tree(body: &Value) -> HeaderFields<'static> {
         let string = |v: &Value| v.as_str().map(|s| std::borrow::Cow::Owned(s.to_owned()));
         HeaderFields {
+            meta: None,
             version: string(&body["_meta"][meta::PROTOCOL_VERSION]),
             name: string(&body["name"]),
             uri: string(&body["uri"]),
@@ -679,12 +685,9 @@ fn check_modern_headers(
     headers: &HeaderMap,
     method: &str,
     params: Option<&RawValue>,
+    fields: &HeaderFields<'_>,
 ) -> Result<(), ErrorObject> {
-    let fields = match HeaderFields::read(params) {
-        Some(fields) => fields,
-        None => HeaderFields::from_tree(&params_tree(params)),
-    };
-    check_metadata_headers(headers, method, &fields)?;
+    check_metadata_headers(headers, method, fields)?;
     check_param_headers(router, headers, method, fields.name.as_deref(), params)
 }
 
@@ -1031,7 +1034,11 @@ mod tests {
             let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
             let tree = HeaderFields::from_tree(&params_tree(Some(&raw)));
             let Some(light) = HeaderFields::read(Some(&raw)) else {
-                assert!(text.starts_with('[') || text.contains(r#""name":"a","name""#), "declined {text}");
+                let odd = text.starts_with('[')
+                    || text.contains(r#""name":"a","name""#)
+                    || text.contains(r#""_meta":["#)
+                    || text.contains(r#""_meta":""#);
+                assert!(odd, "declined {text}");
                 continue;
             };
             assert_eq!(light.version, tree.version, "{text}");
