@@ -174,7 +174,7 @@ async fn main() {
     load(ours.port, &ours_req, 4, Duration::from_millis(500)).await; // warm-up
     load(floor.port, &floor_req, 4, Duration::from_millis(500)).await;
     let mut ok = true;
-    for (conns, target) in [(1, 0.60), (16, 0.50), (64, 0.50)] {
+    for (conns, target) in [(1, 0.70), (16, 0.70), (64, 0.70)] {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..3 {
             a.push(load(ours.port, &ours_req, conns, Duration::from_secs(1)).await);

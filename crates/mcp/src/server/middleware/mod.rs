@@ -72,11 +72,12 @@ pub struct Call<'a> {
     cx: &'a RequestContext,
     modern: bool,
     name: OnceLock<Option<String>>,
+    account: OnceLock<String>,
 }
 
 impl<'a> Call<'a> {
     pub(crate) fn new(method: &'a str, raw: RawParams, cx: &'a RequestContext, modern: bool) -> Self {
-        Call { method, raw, cx, modern, name: OnceLock::new() }
+        Call { method, raw, cx, modern, name: OnceLock::new(), account: OnceLock::new() }
     }
 
     /// The JSON-RPC method.
@@ -123,7 +124,7 @@ impl<'a> Call<'a> {
     /// The account the request counts against: the caller, the account header, the legacy
     /// session, or `local` (stdio).
     pub fn account(&self) -> String {
-        crate::server::tasks::account_of(self.cx)
+        self.account.get_or_init(|| crate::server::tasks::account_of(self.cx)).clone()
     }
 }
 

@@ -63,7 +63,8 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// Whether the `Accept` header lists `media` (or a wildcard for it).
 pub(crate) fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    accepted_items(headers).any(|item| covers(item, media))
+    let kind = media.split_once('/').map_or(media, |(kind, _)| kind);
+    accepted_items(headers).any(|item| covers(item, media, kind))
 }
 
 /// The media ranges of every `Accept` header, without their parameters.
@@ -72,10 +73,11 @@ fn accepted_items(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     values.flat_map(|v| v.split(',')).map(|item| item.split(';').next().unwrap_or("").trim())
 }
 
-/// Whether the media range `item` covers `media`.
-fn covers(item: &str, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    let kind_wildcard = item.split_once('/').is_some_and(|(k, sub)| sub == "*" && k.eq_ignore_ascii_case(kind));
+/// Whether the media range `item` covers `media`, whose type is `kind`.
+fn covers(item: &str, media: &str, kind: &str) -> bool {
+    let kind_wildcard = item.len() == kind.len() + 2
+        && item.ends_with("/*")
+        && item.get(..kind.len()).is_some_and(|k| k.eq_ignore_ascii_case(kind));
     item.eq_ignore_ascii_case(media) || item == "*/*" || kind_wildcard
 }
 
@@ -83,8 +85,8 @@ fn covers(item: &str, media: &str) -> bool {
 pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
     let (mut json, mut sse) = (false, false);
     for item in accepted_items(headers) {
-        json |= covers(item, "application/json");
-        sse |= covers(item, "text/event-stream");
+        json |= covers(item, "application/json", "application");
+        sse |= covers(item, "text/event-stream", "text");
     }
     if json && sse {
         Ok(())
@@ -96,6 +98,23 @@ pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_lists_and_wildcards() {
+        let with = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, value.parse().unwrap());
+            h
+        };
+        assert!(check_post_accept(&with("application/json, text/event-stream")).is_ok());
+        assert!(check_post_accept(&with("Application/JSON;q=0.9 , TEXT/*")).is_ok());
+        assert!(check_post_accept(&with("*/*")).is_ok());
+        assert!(check_post_accept(&with("application/json")).is_err());
+        assert!(check_post_accept(&with("application/*, text/plain")).is_err());
+        assert!(check_post_accept(&with("app/*, text/event-stream")).is_err());
+        assert!(accepts(&with("text/*"), "text/event-stream"));
+        assert!(!accepts(&with("texts/*"), "text/event-stream"));
+    }
 
     #[test]
     fn host_names() {
