@@ -319,16 +319,29 @@ impl<'de: 'a, 'a> Visitor<'de> for EnvelopeVisitor<'a> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'a>, A::Error> {
+        /// The envelope's keys, matched where they are read (no key is copied out).
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "lowercase")]
+        enum Key {
+            Jsonrpc,
+            Id,
+            Method,
+            Params,
+            Result,
+            Error,
+            #[serde(other)]
+            Other,
+        }
         let mut env = Envelope::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
-                "jsonrpc" => env.jsonrpc = Some(map.next_value()?),
-                "id" => env.id = Some(map.next_value::<Option<&'de RawValue>>()?.map(parse_id)),
-                "method" => env.method = Some(map.next_value()?),
-                "params" => env.params = Some(map.next_value()?),
-                "result" => env.result = Some(map.next_value()?),
-                "error" => env.error = Some(map.next_value()?),
-                _ => {
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Jsonrpc => env.jsonrpc = Some(map.next_value()?),
+                Key::Id => env.id = Some(map.next_value::<Option<&'de RawValue>>()?.map(parse_id)),
+                Key::Method => env.method = Some(map.next_value()?),
+                Key::Params => env.params = Some(map.next_value()?),
+                Key::Result => env.result = Some(map.next_value()?),
+                Key::Error => env.error = Some(map.next_value()?),
+                Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
