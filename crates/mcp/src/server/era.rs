@@ -74,6 +74,7 @@ struct ParamsMeta<'a> {
 
 impl<'a> RequestMeta<'a> {
     /// The protocol version as it was written (a JSON value, a string when well formed).
+    #[cfg(feature = "http")]
     pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
         self.protocol_version
     }
