@@ -135,7 +135,7 @@ fn verdict(mut problems: Vec<String>) -> Result<(), Vec<String>> {
 /// A value as the checks see it: a parsed value, a string read in place, or a container that
 /// was skipped (only its kind is known).
 #[derive(Clone, Copy)]
-enum Seen<'a> {
+pub(super) enum Seen<'a> {
     Value(&'a Value),
     Str(&'a str),
     Container(&'static str),
@@ -143,7 +143,7 @@ enum Seen<'a> {
 
 /// How a value appears in a message: in full when short, else its start and an ellipsis (an
 /// 8 MiB argument must not come back 8 MiB long in the error).
-fn show(value: Seen<'_>) -> String {
+pub(super) fn show(value: Seen<'_>) -> String {
     const MAX: usize = 60;
     let text = match value {
         Seen::Value(v) => v.to_string(),
@@ -377,24 +377,14 @@ impl Rule {
     }
 
     fn check_bounds(&self, path: Pointer<'_>, n: f64, shown: impl Fn() -> String, problems: &mut Vec<String>) {
-        let checks = [
-            (self.minimum.is_some_and(|m| n < m), "less than the minimum of", self.minimum),
-            (self.maximum.is_some_and(|m| n > m), "greater than the maximum of", self.maximum),
-            (
-                self.exclusive_minimum.is_some_and(|m| n <= m),
-                "less than or equal to the minimum of",
-                self.exclusive_minimum,
-            ),
-            (
-                self.exclusive_maximum.is_some_and(|m| n >= m),
-                "greater than or equal to the maximum of",
-                self.exclusive_maximum,
-            ),
-        ];
-        for (broken, words, bound) in checks {
-            if broken {
-                problems.push(format!("at {path}: {} is {words} {}", shown(), bound.unwrap_or_default()));
-            }
+        let bounds = Bounds {
+            minimum: self.minimum,
+            maximum: self.maximum,
+            exclusive_minimum: self.exclusive_minimum,
+            exclusive_maximum: self.exclusive_maximum,
+        };
+        for (words, bound) in bounds.broken_by(n) {
+            problems.push(format!("at {path}: {} is {words} {bound}", shown()));
         }
     }
 
@@ -416,10 +406,37 @@ impl Rule {
     }
 }
 
-/// JSON equality where numbers compare by value (1 and 1.0 are one number).
-fn same(a: &Value, b: &Value) -> bool {
+/// A number's bounds, as a schema states them.
+#[derive(Clone, Copy)]
+pub(super) struct Bounds {
+    pub minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    pub exclusive_minimum: Option<f64>,
+    pub exclusive_maximum: Option<f64>,
+}
+
+impl Bounds {
+    /// The bounds `n` breaks: the words that say how, and the bound.
+    pub fn broken_by(self, n: f64) -> impl Iterator<Item = (&'static str, f64)> {
+        [
+            (self.minimum.filter(|m| n < *m), "less than the minimum of"),
+            (self.maximum.filter(|m| n > *m), "greater than the maximum of"),
+            (self.exclusive_minimum.filter(|m| n <= *m), "less than or equal to the minimum of"),
+            (self.exclusive_maximum.filter(|m| n >= *m), "greater than or equal to the maximum of"),
+        ]
+        .into_iter()
+        .filter_map(|(bound, words)| bound.map(|b| (words, b)))
+    }
+}
+
+/// JSON equality where numbers compare by value (1 and 1.0 are one number), at every depth.
+pub(super) fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+        }
         _ => a == b,
     }
 }
@@ -435,7 +452,7 @@ impl std::fmt::Display for Pointer<'_> {
 }
 
 /// A JSON Pointer segment.
-fn escape(name: &str) -> String {
+pub(super) fn escape(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 

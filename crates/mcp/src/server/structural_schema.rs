@@ -16,6 +16,8 @@
 use mcp_types::JsonObject;
 use serde_json::{Map, Value};
 
+use super::flat_schema::{escape, same, Bounds, Seen};
+
 /// Keywords of JSON Schema this module does not check: a schema using one is refused.
 const UNCHECKED: &[&str] = &[
     "pattern",
@@ -269,7 +271,7 @@ impl StructuralSchema {
             };
             let len = path.len();
             path.push('/');
-            path.push_str(&name.replace('~', "~0").replace('/', "~1"));
+            path.push_str(&escape(name));
             self.check_node(schema, item, path, depth + 1, out);
             path.truncate(len);
         }
@@ -319,24 +321,14 @@ impl StructuralSchema {
 }
 
 fn check_number(rules: &Rules, n: f64, value: &Value, path: &str, out: &mut Vec<String>) {
-    let checks = [
-        (rules.minimum.is_some_and(|m| n < m), "less than the minimum of", rules.minimum),
-        (rules.maximum.is_some_and(|m| n > m), "greater than the maximum of", rules.maximum),
-        (
-            rules.exclusive_minimum.is_some_and(|m| n <= m),
-            "less than or equal to the minimum of",
-            rules.exclusive_minimum,
-        ),
-        (
-            rules.exclusive_maximum.is_some_and(|m| n >= m),
-            "greater than or equal to the maximum of",
-            rules.exclusive_maximum,
-        ),
-    ];
-    for (broken, words, bound) in checks {
-        if broken {
-            out.push(at(path, format!("{} is {words} {}", show(value), bound.unwrap_or_default())));
-        }
+    let bounds = Bounds {
+        minimum: rules.minimum,
+        maximum: rules.maximum,
+        exclusive_minimum: rules.exclusive_minimum,
+        exclusive_maximum: rules.exclusive_maximum,
+    };
+    for (words, bound) in bounds.broken_by(n) {
+        out.push(at(path, format!("{} is {words} {bound}", show(value))));
     }
     if let Some(m) = rules.multiple_of {
         let quotient = n / m;
@@ -490,7 +482,7 @@ fn resolve(reference: &Value, scope: &Scope<'_>) -> Result<Target, String> {
         return Ok(Target::Root);
     }
     for (i, (section, name)) in scope.names.iter().enumerate() {
-        let pointer_name = name.replace('~', "~0").replace('/', "~1");
+        let pointer_name = escape(name);
         if text.strip_prefix("#/").and_then(|t| t.strip_prefix(section)) == Some(&format!("/{pointer_name}")) {
             return Ok(Target::Def(i));
         }
@@ -511,18 +503,6 @@ fn has_type(kind: &str, value: &Value) -> bool {
     }
 }
 
-/// JSON equality where numbers compare by value (1 and 1.0 are one number), at every depth.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
-        }
-        _ => a == b,
-    }
-}
-
 fn at(path: &str, message: String) -> String {
     if path.is_empty() {
         message
@@ -531,16 +511,9 @@ fn at(path: &str, message: String) -> String {
     }
 }
 
-/// A value as a message shows it: whole when short, else its start and an ellipsis.
+/// A value as a message shows it (as the flat checks show it).
 fn show(value: &Value) -> String {
-    const MAX: usize = 60;
-    let text = value.to_string();
-    if text.chars().count() <= MAX {
-        return text;
-    }
-    let mut cut: String = text.chars().take(MAX).collect();
-    cut.push('…');
-    cut
+    super::flat_schema::show(Seen::Value(value))
 }
 
 mod formats {
