@@ -311,8 +311,7 @@ impl Connection {
         // Most requests are answered at their first poll, here, without a task of their own; one
         // that waits moves to a task (polled again there with a real waker) and runs beside the
         // next requests.
-        let first_poll = std::panic::AssertUnwindSafe(|| futures_util::FutureExt::now_or_never(&mut work));
-        match std::panic::catch_unwind(first_poll) {
+        match crate::util::poll_once(&mut work) {
             Ok(Some(ticket)) => self.inflight.finish(&ticket),
             Ok(None) => {
                 self.tasks.spawn(work);

@@ -245,8 +245,7 @@ async fn request(
     // Most handlers finish at their first poll: answered here, without a task of their own.
     // One that waits is moved to a task (polled again there, with a real waker), so that its
     // messages can stream while it runs.
-    let first_poll = std::panic::AssertUnwindSafe(|| futures_util::FutureExt::now_or_never(&mut work));
-    let task = match std::panic::catch_unwind(first_poll) {
+    let task = match crate::util::poll_once(&mut work) {
         Ok(Some(answer)) if shared.config.json_only || rx.is_empty() => {
             return match answer {
                 Some(answer) => answer.into_response(),
