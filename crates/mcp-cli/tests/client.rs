@@ -43,6 +43,13 @@ fn the_servers_stderr_is_captured_by_default() {
 fn a_process_nobody_connected_to_is_killed_and_reaped_when_dropped() {
     let sleep = unique_sleep();
     let process = StdioCommand::new("sleep").args([sleep.as_str()]).spawn().unwrap();
+    // `spawn` returns once the exec began (its close-on-exec pipe closed); the kernel sets the new
+    // program's arguments, which `running` reads from /proc, a moment later: a busy machine shows
+    // that moment. Wait for them (2 s at most), then require the process.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !running(&sleep) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert!(running(&sleep));
     drop(process);
     assert!(!running(&sleep), "`sleep {sleep}` outlived its ServerProcess");
