@@ -25,21 +25,33 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     if values.next().is_some() {
         return Credentials::Malformed("the request has more than one Authorization header");
     }
-    let Ok(value) = value.to_str() else {
-        return Credentials::Malformed("the Authorization header is not ASCII");
+    // Read as bytes: a token that passes the b64token check is ASCII, so most requests
+    // (a well-formed bearer token of a kilobyte) are looked at once, not three times.
+    let not_ascii = || value.to_str().is_err();
+    let bytes = value.as_bytes();
+    let (scheme, rest) = match bytes.iter().position(|&b| b == b' ') {
+        Some(at) => (&bytes[..at], &bytes[at + 1..]),
+        None => (bytes, &b""[..]),
     };
-    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-    let dpop = scheme.eq_ignore_ascii_case("dpop");
-    if !scheme.eq_ignore_ascii_case("bearer") && !dpop {
-        return Credentials::None;
+    let dpop = scheme.eq_ignore_ascii_case(b"dpop");
+    if !scheme.eq_ignore_ascii_case(b"bearer") && !dpop {
+        return if not_ascii() { Credentials::Malformed(NOT_ASCII) } else { Credentials::None };
     }
-    let token = rest.trim_matches(' ');
+    let token = trim_spaces(rest);
     if token.is_empty() {
-        return Credentials::Malformed("the Authorization header says Bearer but carries no token");
+        return if not_ascii() {
+            Credentials::Malformed(NOT_ASCII)
+        } else {
+            Credentials::Malformed("the Authorization header says Bearer but carries no token")
+        };
     }
-    if !is_b64token(token) {
-        return Credentials::Malformed("the bearer token has characters a token cannot have");
-    }
+    let Some(token) = b64token(token) else {
+        return if not_ascii() {
+            Credentials::Malformed(NOT_ASCII)
+        } else {
+            Credentials::Malformed("the bearer token has characters a token cannot have")
+        };
+    };
     if dpop {
         Credentials::Dpop(token)
     } else {
@@ -47,11 +59,34 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     }
 }
 
-/// RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
-fn is_b64token(token: &str) -> bool {
-    let body = token.trim_end_matches('=');
-    !body.is_empty()
-        && body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
+const NOT_ASCII: &str = "the Authorization header is not ASCII";
+
+/// `bytes` without the spaces that begin and end it.
+fn trim_spaces(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|&b| b != b' ').unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|&b| b != b' ').map_or(start, |i| i + 1);
+    &bytes[start..end.max(start)]
+}
+
+/// The bytes of a b64token (RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
+/// "/" ) *"="`) as text, or `None` if they are not one.
+fn b64token(token: &[u8]) -> Option<&str> {
+    const ALLOWED: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            table[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'+' | b'/');
+            b += 1;
+        }
+        table
+    };
+    let padding = token.iter().rev().take_while(|&&b| b == b'=').count();
+    let body = &token[..token.len() - padding];
+    if body.is_empty() || !body.iter().all(|&b| ALLOWED[b as usize]) {
+        return None;
+    }
+    std::str::from_utf8(token).ok() // ASCII, as just checked
 }
 
 /// A quoted-string: backslashes and quotes escaped, control characters dropped.

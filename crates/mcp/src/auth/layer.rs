@@ -189,7 +189,7 @@ async fn authenticate(
                 let audience_ok = shared.server.audience_ok(&verified.audience);
                 let identity = Identity::new(Arc::new(verified), Arc::from(token));
                 let accepted = Accepted { identity, audience_ok };
-                shared.cache.put(token, accepted.clone());
+                shared.cache.put(accepted.clone());
                 accepted
             }
             Err(TokenError::Invalid(why)) => {
@@ -308,11 +308,11 @@ fn needed_scopes(router: &Router, method: &Method, body: &[u8]) -> Vec<String> {
 
 /// The metadata document, when the request asks for it.
 fn metadata<B>(shared: &Shared, request: &Request<B>) -> Option<Response<Body>> {
-    let path = request.uri().path().trim_end_matches('/');
+    // The metadata path itself, or with the resource's path inserted after it.
+    let after = request.uri().path().trim_end_matches('/').strip_prefix(METADATA_PATH)?;
     let resource = shared.server.resource.as_deref().unwrap_or_default();
     let (_, resource_path) = split_origin(resource);
-    let inserted = format!("{METADATA_PATH}{}", resource_path.trim_end_matches('/'));
-    if path != METADATA_PATH && path != inserted {
+    if !after.is_empty() && after != resource_path.trim_end_matches('/') {
         return None;
     }
     let mut response = match *request.method() {

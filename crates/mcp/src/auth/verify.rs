@@ -377,9 +377,6 @@ impl TokenVerifier for EitherVerifier {
     }
 }
 
-/// The SHA-256 of a token: the cache is keyed by digests.
-type TokenDigest = [u8; 32];
-
 /// A verified token as the layer uses it: the caller, and whether its audience is ours.
 #[derive(Clone)]
 pub(crate) struct Accepted {
@@ -388,9 +385,11 @@ pub(crate) struct Accepted {
 }
 
 /// Verified tokens, kept until they expire (at most `max` of them, and at most `cap`), so a
-/// token is not verified again on every request.
+/// token is not verified again on every request. Keyed by the token itself: its text is shared
+/// with the [`Identity`](super::Identity) that holds it anyway, and a lookup hashes it once
+/// (a SHA-256 of it, the key this cache had, cost more than the rest of the auth layer).
 pub(crate) struct TokenCache {
-    entries: RwLock<HashMap<TokenDigest, (Accepted, Instant)>>,
+    entries: RwLock<HashMap<Arc<str>, (Accepted, Instant)>>,
     max: usize,
     cap: Duration,
 }
@@ -400,18 +399,14 @@ impl TokenCache {
         TokenCache { entries: RwLock::new(HashMap::new()), max, cap }
     }
 
-    fn key(token: &str) -> TokenDigest {
-        use sha2::Digest as _;
-        sha2::Sha256::digest(token.as_bytes()).into()
-    }
-
     pub fn get(&self, token: &str) -> Option<Accepted> {
         let entries = self.entries.read().unwrap();
-        let (accepted, until) = entries.get(&Self::key(token))?;
+        let (accepted, until) = entries.get(token)?;
         (Instant::now() < *until).then(|| accepted.clone())
     }
 
-    pub fn put(&self, token: &str, accepted: Accepted) {
+    /// Keeps `accepted`, the verdict on the token its identity holds.
+    pub fn put(&self, accepted: Accepted) {
         let expires = accepted.identity.expires_at();
         let left = expires.map_or(self.cap, |exp| Duration::from_secs(exp.saturating_sub(now())));
         let until = Instant::now() + left.min(self.cap);
@@ -423,6 +418,7 @@ impl TokenCache {
                 entries.clear(); // a flood of distinct tokens: start over rather than grow
             }
         }
-        entries.insert(Self::key(token), (accepted, until));
+        let token = accepted.identity.token();
+        entries.insert(token, (accepted, until));
     }
 }

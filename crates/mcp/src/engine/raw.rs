@@ -15,6 +15,9 @@ pub(crate) struct RawParams {
     buffer: Buffer,
     /// Where the params are in the buffer; `None` when the request had none.
     range: Option<Range<usize>>,
+    /// Where the item the request names (a tool, a URI, a task) is in the params, when the
+    /// transport already read it there: the middleware asks for it without a second parse.
+    named: Option<Range<usize>>,
 }
 
 #[derive(Debug, Default)]
@@ -44,7 +47,7 @@ impl RawParams {
     pub fn in_line(line: Vec<u8>, span: Span) -> RawParams {
         match span {
             Span::None => RawParams::default(),
-            Span::At(range) => RawParams { buffer: Buffer::Line(line), range: Some(range) },
+            Span::At(range) => RawParams { buffer: Buffer::Line(line), range: Some(range), named: None },
             Span::Copied(copy) => copy,
         }
     }
@@ -53,7 +56,7 @@ impl RawParams {
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // HTTP bodies
     pub fn in_body(body: &Bytes, params: Option<&RawValue>) -> RawParams {
         match params.and_then(|p| range_within(body, p)) {
-            Some(range) => RawParams { buffer: Buffer::Body(body.clone()), range: Some(range) },
+            Some(range) => RawParams { buffer: Buffer::Body(body.clone()), range: Some(range), named: None },
             None => RawParams::copied(params),
         }
     }
@@ -64,7 +67,7 @@ impl RawParams {
             Some(p) => {
                 let text: Box<str> = p.get().into();
                 let range = 0..text.len();
-                RawParams { buffer: Buffer::Copied(text), range: Some(range) }
+                RawParams { buffer: Buffer::Copied(text), range: Some(range), named: None }
             }
             None => RawParams::default(),
         }
@@ -81,6 +84,41 @@ impl RawParams {
         };
         // The envelope's parse already checked this text; the second look is a fast scan.
         std::str::from_utf8(bytes).ok()
+    }
+
+    /// Records that `name`, a string the transport read in place from these params (the
+    /// contents of a JSON string without escapes), is the item the request names. Ignored
+    /// unless it lies within the params.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport
+    pub fn with_named(mut self, name: &str) -> RawParams {
+        self.named = match (self.whole(), &self.range) {
+            (Some(whole), Some(params)) => {
+                let start = (name.as_ptr() as usize).checked_sub(whole.as_ptr() as usize);
+                let end = start.and_then(|s| s.checked_add(name.len()));
+                match (start, end) {
+                    (Some(start), Some(end)) if start >= params.start && end <= params.end => Some(start..end),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        self
+    }
+
+    /// The named item recorded by [`RawParams::with_named`].
+    pub fn named(&self) -> Option<&str> {
+        let range = self.named.clone()?;
+        std::str::from_utf8(self.whole()?.get(range)?).ok()
+    }
+
+    /// The whole buffer the params are in.
+    fn whole(&self) -> Option<&[u8]> {
+        match &self.buffer {
+            Buffer::Empty => None,
+            Buffer::Line(line) => Some(line),
+            Buffer::Body(body) => Some(body),
+            Buffer::Copied(text) => Some(text.as_bytes()),
+        }
     }
 }
 
@@ -116,5 +154,22 @@ mod tests {
         let span = RawParams::span(&line, Some(&elsewhere));
         assert_eq!(RawParams::in_line(line, span).text(), Some(r#"{"b":1}"#));
         assert_eq!(RawParams::copied(None).text(), None);
+    }
+
+    #[test]
+    fn a_named_item_is_kept_only_when_it_lies_in_the_params() {
+        let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#);
+        let envelope: mcp_types::jsonrpc::Envelope = serde_json::from_slice(&body).unwrap();
+        let Ok(mcp_types::jsonrpc::MessageKind::Request { params, .. }) = envelope.kind() else { panic!() };
+        let text = params.unwrap().get();
+        let at = text.find("echo").unwrap();
+        let name = &text[at..at + 4];
+        assert_eq!(RawParams::in_body(&body, params).with_named(name).named(), Some("echo"));
+        let whole = std::str::from_utf8(&body).unwrap();
+        let at = whole.find("tools/call").unwrap();
+        let method = &whole[at..at + 10]; // in the body, outside the params
+        assert_eq!(RawParams::in_body(&body, params).with_named(method).named(), None);
+        assert_eq!(RawParams::in_body(&body, params).with_named("echo").named(), None, "not in the buffer");
+        assert_eq!(RawParams::in_body(&body, params).named(), None);
     }
 }

@@ -10,6 +10,7 @@ use mcp_types::ErrorObject;
 use serde_json::Value;
 
 use super::context::RequestContext;
+use super::reply::Reply;
 use super::uri_template::UriTemplate;
 use super::Router;
 use crate::engine::raw::RawParams;
@@ -125,7 +126,7 @@ impl Router {
         raw: RawParams,
         cx: &RequestContext,
         modern: bool,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Reply, ErrorObject> {
         self.check_scopes(method, &raw, cx)?;
         let chain = self.inner.middleware.read().unwrap().clone();
         if chain.is_empty() {
@@ -154,10 +155,12 @@ impl Router {
             return answer;
         }
         let call = Call::new(method, raw, cx, false);
+        let answer = answer.map(Reply::from);
         let run = std::panic::AssertUnwindSafe(Box::pin(middleware::run_answered(self, &chain, call, answer)));
         futures_util::FutureExt::catch_unwind(run)
             .await
             .unwrap_or_else(|_| Err(ErrorObject::internal("internal error: a middleware layer panicked")))
+            .map(Reply::into_value)
     }
 
     fn check_scopes(&self, method: &str, raw: &RawParams, cx: &RequestContext) -> Result<(), ErrorObject> {

@@ -32,6 +32,7 @@ use crate::engine::session::Session;
 use crate::engine::splice::{self, Expanded};
 use crate::server::bounded;
 use crate::server::era::{self, Admitted};
+use crate::server::reply::Reply;
 use crate::server::{Change, Router};
 
 /// Limits of one connection.
@@ -340,7 +341,7 @@ impl Connection {
         };
         self.forwarder = Some(tokio::spawn(forward_changes(self.router.clone(), session.clone())));
         self.session = Some(session);
-        send_response(&self.outbox, &id, Ok(result)).await;
+        send_response(&self.outbox, &id, Ok(result.into())).await;
     }
 
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {
@@ -407,37 +408,25 @@ struct Admission {
 struct ResultResponse<'a> {
     jsonrpc: &'static str,
     id: &'a RequestId,
-    result: &'a Value,
+    result: &'a Reply,
 }
 
 /// Writes the response to `id`.
-pub(crate) async fn send_response(outbox: &Outbox, id: &RequestId, result: Result<Value, ErrorObject>) {
+pub(crate) async fn send_response(outbox: &Outbox, id: &RequestId, result: Result<Reply, ErrorObject>) {
     outbox.send_raw(response_bytes(id, result)).await;
 }
 
 /// The serialized response to `id`, written into a buffer sized for it up front (growing a
 /// buffer for an 8 MiB answer by doubling would briefly hold two).
-pub(crate) fn response_bytes(id: &RequestId, result: Result<Value, ErrorObject>) -> Vec<u8> {
+pub(crate) fn response_bytes(id: &RequestId, result: Result<Reply, ErrorObject>) -> Vec<u8> {
     let written = match result {
         Ok(result) => {
-            let mut out = Vec::with_capacity(64 + estimated_len(&result, 0));
+            let mut out = Vec::with_capacity(64 + result.estimated_len());
             serde_json::to_writer(&mut out, &ResultResponse { jsonrpc: "2.0", id, result: &result }).map(|()| out)
         }
         Err(error) => serde_json::to_vec(&JsonRpcError::new(Some(id.clone()), error)),
     };
     written.unwrap_or_default()
-}
-
-/// About how long `value` is as JSON text (strings get an eighth more for escapes).
-fn estimated_len(value: &Value, depth: usize) -> usize {
-    match value {
-        Value::Null | Value::Bool(_) => 5,
-        Value::Number(_) => 24,
-        Value::String(s) => s.len() + s.len() / 8 + 2,
-        _ if depth > 64 => 1024,
-        Value::Array(items) => items.iter().map(|v| estimated_len(v, depth + 1) + 1).sum::<usize>() + 2,
-        Value::Object(map) => map.iter().map(|(k, v)| k.len() + 4 + estimated_len(v, depth + 1)).sum::<usize>() + 2,
-    }
 }
 
 type BatchItem = (RequestId, String, RawParams, Admitted);

@@ -30,8 +30,8 @@ use super::bounded;
 use super::context::RequestContext;
 use super::pagination;
 use super::registry::Change;
+use super::reply::Reply;
 use super::state;
-use super::tool;
 use super::Router;
 use crate::engine::raw::RawParams;
 use crate::error::{ToolError, ToolErrorKind};
@@ -156,7 +156,7 @@ impl Router {
         raw: RawParams,
         cx: &RequestContext,
         modern: bool,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Reply, ErrorObject> {
         // Boxed: the caller's task then holds a pointer, not the whole state machine.
         AssertUnwindSafe(Box::pin(self.handle(method, raw, cx, modern)))
             .catch_unwind()
@@ -171,12 +171,16 @@ impl Router {
         raw: RawParams,
         cx: &RequestContext,
         modern: bool,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Reply, ErrorObject> {
+        if method == "tools/call" {
+            // Its result stays typed until it is written (see `Reply`).
+            let reply = self.call_tool(raw, cx, modern).await?;
+            return Ok(super::era::finish(self, method, reply, modern));
+        }
         let result = match method {
             "server/discover" => self.discover(),
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(params(&raw)?, cx, modern),
-            "tools/call" => self.call_tool(raw, cx, modern).await,
             "resources/list" => self.list_resources(params(&raw)?),
             "resources/templates/list" => self.list_templates(params(&raw)?),
             "resources/read" => self.read_resource(params(&raw)?, cx, modern).await,
@@ -186,7 +190,7 @@ impl Router {
             "logging/setLevel" => self.set_level(params(&raw)?, cx),
             "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
             "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
-            "subscriptions/listen" => return self.listen(params(&raw)?, cx).await,
+            "subscriptions/listen" => return self.listen(params(&raw)?, cx).await.map(Reply::from),
             "skills/list" if self.serves_skills() => {
                 let p: PaginatedParams = params(&raw)?;
                 self.list_skills(p.cursor.as_deref())
@@ -216,7 +220,7 @@ impl Router {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         }?;
-        Ok(super::era::finish(self, method, result, modern))
+        Ok(super::era::finish(self, method, result.into(), modern))
     }
 
     fn discover(&self) -> Result<Value, ErrorObject> {
@@ -282,7 +286,7 @@ impl Router {
     /// `tools/call`. The arguments are checked and handed to the tool as the JSON text they
     /// came in (a flat schema reads it in place); on a legacy session the request's buffer is
     /// dropped before the tool runs, as nothing needs it again.
-    async fn call_tool(&self, raw: RawParams, cx: &RequestContext, modern: bool) -> Result<Value, ErrorObject> {
+    async fn call_tool(&self, raw: RawParams, cx: &RequestContext, modern: bool) -> Result<Reply, ErrorObject> {
         let budget = self.inner.config.value_budget;
         let text = raw.text().unwrap_or("{}");
         let p: CallToolText =
@@ -309,26 +313,26 @@ impl Router {
                     p.name,
                     problems.join("; ")
                 );
-                return to_value(CallToolResult::error(text));
+                return Ok(Reply::tool(CallToolResult::error(text)));
             }
         };
         if let Some(job) = &tool.job {
-            return crate::server::tasks::jobs::call(self.tasks(), job, arguments, cx).await;
+            return crate::server::tasks::jobs::call(self.tasks(), job, arguments, cx).await.map(Reply::from);
         }
         let call = Call { method: "tools/call", name: &p.name, arguments: CallArgs::Text(arguments) };
         let responses = p.input_responses.map(|r| bounded_object(r.get(), budget)).transpose()?;
         self.resume(cx, modern, &call, p.request_state.as_deref(), responses)?;
         if let Some(raw) = &tool.raw {
             return match raw(arguments, cx.clone()).await {
-                Ok(answer) => Ok(answer),
-                Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
-                Err(e) => self.fail(e, cx, modern.then_some(&call)),
+                Ok(answer) => Ok(answer.into()),
+                Err(ToolError { kind: ToolErrorKind::Message(m) }) => Ok(Reply::tool(CallToolResult::error(m))),
+                Err(e) => self.fail(e, cx, modern.then_some(&call)).map(Reply::from),
             };
         }
         if let Some(support) = tool.support {
             let mode = run::mode(self.task_settings(), &tool.name, support, cx, modern, legacy_task)?;
             return match run::start(self.tasks(), &tool, input, cx, mode).await? {
-                run::Started::Task(answer) => Ok(answer),
+                run::Started::Task(answer) => Ok(answer.into()),
                 run::Started::Done(outcome) => self.tool_outcome(outcome, cx, modern.then_some(&call)),
             };
         }
@@ -348,12 +352,11 @@ impl Router {
         outcome: Result<CallToolResult, ToolError>,
         cx: &RequestContext,
         call: Option<&Call<'_>>,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Reply, ErrorObject> {
         match outcome {
-            Ok(result) => tool::result_value(result)
-                .map_err(|e| ErrorObject::internal(format!("could not serialize the result: {e}"))),
-            Err(ToolError { kind: ToolErrorKind::Message(m) }) => to_value(CallToolResult::error(m)),
-            Err(e) => self.fail(e, cx, call),
+            Ok(result) => Ok(Reply::tool(result)),
+            Err(ToolError { kind: ToolErrorKind::Message(m) }) => Ok(Reply::tool(CallToolResult::error(m))),
+            Err(e) => self.fail(e, cx, call).map(Reply::from),
         }
     }
 

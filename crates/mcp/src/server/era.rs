@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextParts, Origin, RequestContext};
+use super::reply::Reply;
 use super::Router;
 use crate::engine::outbox::Outbox;
 use crate::engine::session::Session;
@@ -289,17 +290,7 @@ fn requested_version(params: Option<&RawValue>) -> Option<String> {
 /// version and title for every other result (what the spec asks there: "server name and
 /// version"; the description and icons would be sent again with every answer).
 fn info_json(router: &Router, whole: bool) -> &Value {
-    let config = &router.inner.config;
-    let [short, full] = config.info_json.get_or_init(|| {
-        let full = serde_json::to_value(&config.info).unwrap_or_default();
-        let mut short = serde_json::Map::new();
-        for key in ["name", "version", "title"] {
-            if let Some(v) = full.get(key) {
-                short.insert(key.into(), v.clone());
-            }
-        }
-        [Value::Object(short), full]
-    });
+    let (short, full, _) = info_forms(router);
     if whole {
         full
     } else {
@@ -307,12 +298,38 @@ fn info_json(router: &Router, whole: bool) -> &Value {
     }
 }
 
-pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool) -> Value {
+/// The server's `Implementation`: short (name, version, title) and whole as trees, and short as
+/// JSON text for typed results.
+fn info_forms(router: &Router) -> &super::InfoForms {
+    let config = &router.inner.config;
+    config.info_json.get_or_init(|| {
+        let full = serde_json::to_value(&config.info).unwrap_or_default();
+        let mut short = serde_json::Map::new();
+        for key in ["name", "version", "title"] {
+            if let Some(v) = full.get(key) {
+                short.insert(key.into(), v.clone());
+            }
+        }
+        let short = Value::Object(short);
+        let text = serde_json::value::to_raw_value(&short).expect("a tree is JSON");
+        (short, full, Arc::from(text))
+    })
+}
+
+pub(crate) fn finish(router: &Router, method: &str, mut reply: Reply, modern: bool) -> Reply {
     if !modern {
-        return result;
+        return reply;
     }
-    let Value::Object(mut object) = result else {
-        return result;
+    match reply.value_mut() {
+        Some(value) => finish_value(router, method, value),
+        None => reply.set_server_info(&info_forms(router).2),
+    }
+    reply
+}
+
+fn finish_value(router: &Router, method: &str, value: &mut Value) {
+    let Value::Object(object) = value else {
+        return;
     };
     let complete = !object.contains_key("resultType");
     if complete {
@@ -327,5 +344,4 @@ pub(crate) fn finish(router: &Router, method: &str, result: Value, modern: bool)
     if let Value::Object(meta) = meta {
         meta.entry(meta::SERVER_INFO).or_insert_with(|| info_json(router, method == "server/discover").clone());
     }
-    Value::Object(object)
 }

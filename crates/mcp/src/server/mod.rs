@@ -30,6 +30,7 @@ mod pagination;
 mod params;
 mod prompt;
 mod registry;
+pub mod reply;
 mod resource;
 pub mod schema;
 pub mod scopes;
@@ -57,6 +58,7 @@ pub use context::{Elicitation, RequestContext, SessionRef};
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
+pub use reply::Reply;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest, StreamedText};
 pub use skills::Skill;
 pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
@@ -124,12 +126,16 @@ pub type CompletionForwarder = Arc<
 /// unsubscribed (`false`).
 pub type SubscribeHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
 
+/// The server's `Implementation` as the results carry it (see [`Config::info_json`]).
+pub(crate) type InfoForms = (serde_json::Value, serde_json::Value, std::sync::Arc<serde_json::value::RawValue>);
+
 /// Settings fixed before serving.
 pub(crate) struct Config {
     pub info: Implementation,
     /// `info` as JSON, made once for the `serverInfo` of every 2026-07-28 result: its name,
-    /// version and title, and whole (for `server/discover`).
-    pub info_json: std::sync::OnceLock<[serde_json::Value; 2]>,
+    /// version and title, and whole (for `server/discover`), as trees; and the first as text
+    /// (for typed tool results).
+    pub info_json: std::sync::OnceLock<InfoForms>,
     pub instructions: Option<String>,
     pub page_size: usize,
     pub cache_ttl: Duration,

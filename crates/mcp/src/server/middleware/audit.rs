@@ -73,7 +73,7 @@ impl AuditLog {
 /// the sorted order lines have always had.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RequestLine {
+struct RequestLine<'a> {
     account: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     client: Option<Value>,
@@ -82,13 +82,13 @@ struct RequestLine {
     duration_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     error_code: Option<i32>,
-    method: String,
+    method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<String>,
     outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     params: Option<Value>,
-    protocol_version: String,
+    protocol_version: &'a str,
     request_id: mcp_types::RequestId,
     #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<String>,
@@ -96,7 +96,7 @@ struct RequestLine {
 }
 
 /// The fields known before the request runs.
-fn start_entry(call: &Call<'_>, arguments: bool) -> RequestLine {
+fn start_entry<'a>(call: &Call<'a>, arguments: bool) -> RequestLine<'a> {
     let caller = call.caller();
     let client = match call.method() {
         "initialize" => initialize_client(call.params_json()),
@@ -107,16 +107,16 @@ fn start_entry(call: &Call<'_>, arguments: bool) -> RequestLine {
         _ => None,
     };
     RequestLine {
-        account: call.account(),
+        account: call.account_str().to_owned(),
         client,
         client_id: caller.as_ref().and_then(|c| c.client_id().map(str::to_owned)),
         duration_ms: 0.0,
         error_code: None,
-        method: call.method().to_owned(),
+        method: call.method,
         name: call.name().map(str::to_owned),
         outcome: "cancelled",
         params,
-        protocol_version: call.protocol_version().to_owned(),
+        protocol_version: call.cx.protocol_version(),
         request_id: call.request_id().clone(),
         subject: caller.as_ref().map(|c| c.subject().to_owned()),
         time: iso8601(now_ms()),
@@ -141,13 +141,13 @@ fn initialize_client(params: Option<&str>) -> Option<Value> {
 }
 
 /// How a request ended, as the log names it.
-fn outcome_fields(entry: &mut RequestLine, outcome: &Outcome) {
+fn outcome_fields(entry: &mut RequestLine<'_>, outcome: &Outcome) {
     let (name, code) = match outcome {
-        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => ("tool_error", None),
-        Ok(result) => match result.get("resultType").and_then(Value::as_str) {
+        Ok(result) if result.is_tool_error() => ("tool_error", None),
+        Ok(result) => match result.result_type() {
             Some("input_required") => ("input_required", None),
             Some("task") => ("task", None),
-            _ if result.get("task").is_some() => ("task", None),
+            _ if result.has_task() => ("task", None),
             _ => ("ok", None),
         },
         Err(e) => ("error", Some(e.code.0)),
@@ -159,7 +159,7 @@ fn outcome_fields(entry: &mut RequestLine, outcome: &Outcome) {
 /// Logs a request whose future was dropped (the client cancelled it, or the connection ended).
 struct Pending<'a> {
     log: &'a AuditLog,
-    entry: Option<RequestLine>,
+    entry: Option<RequestLine<'a>>,
     start: Instant,
 }
 

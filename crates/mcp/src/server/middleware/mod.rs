@@ -3,7 +3,7 @@
 //! resource or prompt named, the protocol era, the caller.
 //!
 //! A layer implements [`Middleware`]: it gets the [`Call`] and the [`Next`] layer, and returns
-//! the outcome (a result, or a JSON-RPC error), calling `next.run(call)` or not. Layers run in
+//! the outcome (a [`Reply`], or a JSON-RPC error), calling `next.run(call)` or not. Layers run in
 //! the order they were added, the first outermost.
 //!
 //! ```
@@ -39,11 +39,12 @@ use std::sync::{Arc, OnceLock};
 
 use futures_util::future::BoxFuture;
 use mcp_types::{ErrorCode, ErrorObject, RequestId};
-use serde_json::Value;
 
 pub use audit::AuditLog;
 pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
 pub use rate::RateLimit;
+
+pub use crate::server::reply::Reply;
 
 use crate::engine::raw::RawParams;
 use crate::server::identity::Identity;
@@ -51,7 +52,7 @@ use crate::server::RequestContext;
 use crate::Router;
 
 /// What a request comes to: its result, or a JSON-RPC error.
-pub type Outcome = Result<Value, ErrorObject>;
+pub type Outcome = Result<Reply, ErrorObject>;
 
 /// The error code of a request refused by a rate limit (`data.retryAfterMs` says when to try
 /// again). Outside the range JSON-RPC and MCP reserve, as the spec asks of application codes.
@@ -88,6 +89,9 @@ impl<'a> Call<'a> {
     /// What the request names: the tool of `tools/call`, the prompt of `prompts/get`, the URI of
     /// `resources/read` (and of subscriptions), the task of `tasks/*`.
     pub fn name(&self) -> Option<&str> {
+        if let Some(named) = self.raw.named() {
+            return Some(named); // the transport read it already
+        }
         self.name.get_or_init(|| named_item(self.method, self.raw.text())).as_deref()
     }
 
@@ -124,7 +128,12 @@ impl<'a> Call<'a> {
     /// The account the request counts against: the caller, the account header, the legacy
     /// session, or `local` (stdio).
     pub fn account(&self) -> String {
-        self.account.get_or_init(|| crate::server::tasks::account_of(self.cx)).clone()
+        self.account_str().to_owned()
+    }
+
+    /// [`Call::account`], borrowed.
+    pub(crate) fn account_str(&self) -> &str {
+        self.account.get_or_init(|| crate::server::tasks::account_of(self.cx))
     }
 }
 
@@ -172,14 +181,19 @@ pub fn is_upkeep(method: &str) -> bool {
     matches!(method, "ping" | "initialize")
 }
 
+/// The field of the params that names what a request acts on, if its method has one.
+pub(crate) fn named_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => Some("taskId"),
+        _ => None,
+    }
+}
+
 /// The name or URI a request's params name, read as a string only if it is one.
 pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
-    let field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
-        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => "taskId",
-        _ => return None,
-    };
+    let field = named_field(method)?;
     #[derive(serde::Deserialize)]
     struct Fields<'a> {
         #[serde(borrow, default)]
@@ -199,8 +213,8 @@ pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
 }
 
 /// A tool result telling the model why its call did not run to the end.
-pub(crate) fn tool_error_result(text: String) -> Value {
-    serde_json::json!({"content": [{"type": "text", "text": text}], "isError": true})
+pub(crate) fn tool_error_result(text: String) -> Reply {
+    Reply::tool(mcp_types::tools::CallToolResult::error(text))
 }
 
 #[cfg(test)]

@@ -50,7 +50,15 @@ impl RateLimit {
                 buckets.clear(); // a flood of accounts: forget them rather than grow
             }
         }
+        if let Some(bucket) = buckets.get_mut(account) {
+            return self.spend(bucket, now); // the account string is copied only for a new bucket
+        }
         let bucket = buckets.entry(account.to_owned()).or_insert(Bucket { tokens: self.burst, at: now });
+        self.spend(bucket, now)
+    }
+
+    /// Refills `bucket` up to `now` and takes a token from it, or says how long until one is there.
+    fn spend(&self, bucket: &mut Bucket, now: Instant) -> Result<(), Duration> {
         let refilled = bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * self.rate;
         bucket.tokens = refilled.min(self.burst);
         bucket.at = now;
@@ -69,7 +77,7 @@ impl Middleware for RateLimit {
             if super::is_upkeep(call.method()) {
                 return next.run(call).await;
             }
-            match self.take(&call.account(), Instant::now()) {
+            match self.take(call.account_str(), Instant::now()) {
                 Ok(()) => next.run(call).await,
                 Err(wait) => {
                     let ms = wait.as_millis().max(1) as u64;

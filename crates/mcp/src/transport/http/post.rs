@@ -25,6 +25,7 @@ use crate::server::bounded;
 use crate::server::connection::{forward_changes_from, response_bytes};
 use crate::server::era::{self, Admitted};
 use crate::server::identity::Identity;
+use crate::server::reply::Reply;
 
 const SESSION: &str = "mcp-session-id";
 
@@ -204,10 +205,14 @@ async fn request(
     }
     let RequestParts { headers, session, caller, peer } = from;
     let mut meta_read = None;
+    let mut raw = raw;
     if modern {
         let fields = HeaderFields::read(params).unwrap_or_else(|| HeaderFields::from_tree(&params_tree(params)));
         if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &fields) {
             return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
+        }
+        if let Some(std::borrow::Cow::Borrowed(named)) = fields.named(method) {
+            raw = raw.with_named(named); // the middleware's `Call::name` is not read again
         }
         meta_read = fields.meta; // the params are not read again for it
     }
@@ -304,7 +309,7 @@ struct Answer {
 impl Answer {
     /// The response to request `id`: a rate limit's refusal is also `429` with `Retry-After`, a
     /// 2026-07-28 error has its HTTP status.
-    fn of(id: &RequestId, result: Result<Value, ErrorObject>, modern: bool) -> Answer {
+    fn of(id: &RequestId, result: Result<Reply, ErrorObject>, modern: bool) -> Answer {
         let (status, retry_after) = match &result {
             Err(e) if e.code == crate::server::middleware::RATE_LIMITED => {
                 let ms = e.data.as_ref().and_then(|d| d["retryAfterMs"].as_u64()).unwrap_or(1000);
@@ -601,7 +606,7 @@ async fn initialize(
     if let Some(SharedSessions(directory)) = &shared.config.directory {
         super::cluster::relay_get_messages(&entry, directory.clone());
     }
-    let mut r = json(StatusCode::OK, response_bytes(&id, Ok(result)));
+    let mut r = json(StatusCode::OK, response_bytes(&id, Ok(result.into())));
     if let Ok(v) = HeaderValue::from_str(&entry.id) {
         r.headers_mut().insert(SESSION, v);
     }
@@ -640,8 +645,15 @@ impl<'a> HeaderFields<'a> {
         if !text.trim_start().starts_with('{') {
             return None;
         }
-        // A string stays a string; any other value reads as absent, as `Value::as_str` would.
-        let string = |raw: Option<&'a RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
+        // A string stays a string (borrowed when it has no escapes); any other value reads as
+        // absent, as `Value::as_str` would.
+        let string = |raw: Option<&'a RawValue>| {
+            let text = raw?.get();
+            match serde_json::from_str::<&'a str>(text) {
+                Ok(borrowed) => Some(std::borrow::Cow::Borrowed(borrowed)),
+                Err(_) => serde_json::from_str::<String>(text).ok().map(std::borrow::Cow::Owned),
+            }
+        };
         let fields: Fields<'a> = serde_json::from_str(text).ok()?;
         // `_meta` must be an object (a struct would also take an array, by position).
         let meta: Option<era::RequestMeta<'a>> = match fields.meta.map(|m| m.get()) {
@@ -657,6 +669,15 @@ impl<'a> HeaderFields<'a> {
             uri: string(fields.uri),
             task_id: string(fields.task_id),
         })
+    }
+
+    /// The field that names what `method` acts on (see [`crate::middleware::Call::name`]).
+    fn named(&self, method: &str) -> Option<&std::borrow::Cow<'a, str>> {
+        match crate::server::middleware::named_field(method)? {
+            "name" => self.name.as_ref(),
+            "uri" => self.uri.as_ref(),
+            _ => self.task_id.as_ref(),
+        }
     }
 
     /// The same fields from the whole params (when the light read could not judge them).
