@@ -291,8 +291,7 @@ impl Connection {
     fn run(&mut self, request: Admission, raw: RawParams) {
         let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
         if let Some(caller) = &self.caller {
-            cx.insert_extension(crate::server::tasks::Account(caller.account()));
-            cx.insert_extension(caller.clone());
+            cx.insert_extension(caller.clone()); // its account is the caller's
         }
         let router = self.router.clone();
         let outbox = self.outbox.clone();
@@ -330,8 +329,7 @@ impl Connection {
         let caller = self.caller.clone();
         let extend = |cx: &crate::server::RequestContext| {
             if let Some(caller) = caller {
-                cx.insert_extension(crate::server::tasks::Account(caller.account()));
-                cx.insert_extension(caller);
+                cx.insert_extension(caller); // its account is the caller's
             }
         };
         let opened = era::open_session(&self.router, id.clone(), params, self.outbox.clone(), extend).await;

@@ -62,43 +62,63 @@ impl AuditLog {
     fn write(&self, entry: &impl serde::Serialize) {
         let mut line = serde_json::to_vec(entry).unwrap_or_default();
         line.push(b'\n');
+        self.write_line(&line);
+    }
+
+    /// Writes `line` (ending in a newline) in one write.
+    fn write_line(&self, line: &[u8]) {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if out.write_all(&line).and_then(|()| out.flush()).is_err() {
+        if out.write_all(line).and_then(|()| out.flush()).is_err() {
             tracing::warn!("could not write the audit log");
         }
     }
 }
 
-/// One request's line, written straight from its fields (no map is built). The fields are in
-/// the sorted order lines have always had.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RequestLine<'a> {
-    account: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_id: Option<String>,
-    duration_ms: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_code: Option<i32>,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    outcome: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<Value>,
-    protocol_version: &'a str,
-    request_id: mcp_types::RequestId,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    subject: Option<String>,
-    time: String,
+/// One request's line, its fields written as soon as they are known, in the sorted order lines
+/// have always had: those known before the request runs are written first, around the two
+/// places where `durationMs` (and `errorCode`) and `outcome` go when it ends. No map, and no
+/// copy of each field, is made per request.
+struct Line {
+    text: Vec<u8>,
+    /// Where the value of `durationMs` goes.
+    duration_at: usize,
+    /// Where the value of `outcome` goes.
+    outcome_at: usize,
+}
+
+/// `,"key":` (or `{"key":` for the first).
+fn key(text: &mut Vec<u8>, first: bool, key: &str) {
+    text.push(if first { b'{' } else { b',' });
+    text.push(b'"');
+    text.extend_from_slice(key.as_bytes());
+    text.extend_from_slice(b"\":");
+}
+
+/// A value as JSON (a string escaped).
+fn value(text: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    if serde_json::to_writer(&mut *text, value).is_err() {
+        text.extend_from_slice(b"null");
+    }
 }
 
 /// The fields known before the request runs.
-fn start_entry<'a>(call: &Call<'a>, arguments: bool) -> RequestLine<'a> {
+#[derive(Clone)]
+struct Known<'a> {
+    account: &'a str,
+    client: Option<Value>,
+    client_id: Option<&'a str>,
+    method: &'a str,
+    name: Option<&'a str>,
+    params: Option<Value>,
+    protocol_version: &'a str,
+    request_id: &'a mcp_types::RequestId,
+    subject: Option<&'a str>,
+    time: String,
+}
+
+fn start_line(call: &Call<'_>, arguments: bool) -> Line {
     let caller = call.caller();
-    let client = match call.method() {
+    let client = match call.method {
         "initialize" => initialize_client(call.params_json()),
         _ => None,
     };
@@ -106,20 +126,75 @@ fn start_entry<'a>(call: &Call<'a>, arguments: bool) -> RequestLine<'a> {
         Some(params) if arguments => Some(serde_json::from_str(params).unwrap_or(Value::Null)),
         _ => None,
     };
-    RequestLine {
-        account: call.account_str().to_owned(),
+    Line::start(&Known {
+        account: call.account_str(),
         client,
-        client_id: caller.as_ref().and_then(|c| c.client_id().map(str::to_owned)),
-        duration_ms: 0.0,
-        error_code: None,
+        client_id: caller.as_ref().and_then(|c| c.client_id()),
         method: call.method,
-        name: call.name().map(str::to_owned),
-        outcome: "cancelled",
+        name: call.name(),
         params,
         protocol_version: call.cx.protocol_version(),
-        request_id: call.request_id().clone(),
-        subject: caller.as_ref().map(|c| c.subject().to_owned()),
+        request_id: call.request_id(),
+        subject: caller.as_ref().map(|c| c.subject()),
         time: iso8601(now_ms()),
+    })
+}
+
+impl Line {
+    /// The line with `known` written, and places left for how the request ends.
+    fn start(known: &Known<'_>) -> Line {
+        let mut text = Vec::with_capacity(320);
+        key(&mut text, true, "account");
+        value(&mut text, known.account);
+        if let Some(client) = &known.client {
+            key(&mut text, false, "client");
+            value(&mut text, client);
+        }
+        if let Some(client_id) = known.client_id {
+            key(&mut text, false, "clientId");
+            value(&mut text, client_id);
+        }
+        key(&mut text, false, "durationMs");
+        let duration_at = text.len();
+        key(&mut text, false, "method");
+        value(&mut text, known.method);
+        if let Some(name) = known.name {
+            key(&mut text, false, "name");
+            value(&mut text, name);
+        }
+        key(&mut text, false, "outcome");
+        let outcome_at = text.len();
+        if let Some(params) = &known.params {
+            key(&mut text, false, "params");
+            value(&mut text, params);
+        }
+        key(&mut text, false, "protocolVersion");
+        value(&mut text, known.protocol_version);
+        key(&mut text, false, "requestId");
+        value(&mut text, known.request_id);
+        if let Some(subject) = known.subject {
+            key(&mut text, false, "subject");
+            value(&mut text, subject);
+        }
+        key(&mut text, false, "time");
+        value(&mut text, &known.time);
+        text.extend_from_slice(b"}\n");
+        Line { text, duration_at, outcome_at }
+    }
+
+    /// The whole line, with how the request ended.
+    fn finish(mut self, duration_ms: f64, error_code: Option<i32>, outcome: &str) -> Vec<u8> {
+        // The later place first, so the earlier one's offset still holds.
+        let quoted = [b"\"", outcome.as_bytes(), b"\""].concat();
+        self.text.splice(self.outcome_at..self.outcome_at, quoted);
+        let mut ended = Vec::with_capacity(40);
+        value(&mut ended, &duration_ms);
+        if let Some(code) = error_code {
+            key(&mut ended, false, "errorCode");
+            value(&mut ended, &code);
+        }
+        self.text.splice(self.duration_at..self.duration_at, ended);
+        self.text
     }
 }
 
@@ -140,9 +215,9 @@ fn initialize_client(params: Option<&str>) -> Option<Value> {
     Some(json!({"name": info.name, "version": info.version}))
 }
 
-/// How a request ended, as the log names it.
-fn outcome_fields(entry: &mut RequestLine<'_>, outcome: &Outcome) {
-    let (name, code) = match outcome {
+/// How a request ended, as the log names it: the outcome, and the error code of an error.
+fn outcome_fields(outcome: &Outcome) -> (&'static str, Option<i32>) {
+    match outcome {
         Ok(result) if result.is_tool_error() => ("tool_error", None),
         Ok(result) => match result.result_type() {
             Some("input_required") => ("input_required", None),
@@ -151,24 +226,21 @@ fn outcome_fields(entry: &mut RequestLine<'_>, outcome: &Outcome) {
             _ => ("ok", None),
         },
         Err(e) => ("error", Some(e.code.0)),
-    };
-    entry.outcome = name;
-    entry.error_code = code;
+    }
 }
 
 /// Logs a request whose future was dropped (the client cancelled it, or the connection ended).
 struct Pending<'a> {
     log: &'a AuditLog,
-    entry: Option<RequestLine<'a>>,
+    line: Option<Line>,
     start: Instant,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if let Some(mut entry) = self.entry.take() {
-            entry.duration_ms = self.start.elapsed().as_secs_f64() * 1000.0;
-            entry.outcome = "cancelled";
-            self.log.write(&entry);
+        if let Some(line) = self.line.take() {
+            let ms = self.start.elapsed().as_secs_f64() * 1000.0;
+            self.log.write_line(&line.finish(ms, None, "cancelled"));
         }
     }
 }
@@ -177,15 +249,72 @@ impl Middleware for AuditLog {
     fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
             let mut pending =
-                Pending { log: self, entry: Some(start_entry(&call, self.arguments)), start: Instant::now() };
+                Pending { log: self, line: Some(start_line(&call, self.arguments)), start: Instant::now() };
             let outcome = next.run(call).await;
-            if let Some(mut entry) = pending.entry.take() {
+            if let Some(line) = pending.line.take() {
                 let ms = (pending.start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
-                entry.duration_ms = ms;
-                outcome_fields(&mut entry, &outcome);
-                self.write(&entry);
+                let (name, code) = outcome_fields(&outcome);
+                self.write_line(&line.finish(ms, code, name));
             }
             outcome
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line is the JSON of a sorted map of its fields, byte for byte, as it always was.
+    #[test]
+    fn a_line_is_its_fields_sorted() {
+        let id = mcp_types::RequestId::Number(7);
+        let full = Known {
+            account: "sub:https://as#\"a\"",
+            client: Some(json!({"name": "c", "version": null})),
+            client_id: Some("client-1"),
+            method: "tools/call",
+            name: Some("echo\n"),
+            params: Some(json!({"b": [1, {"z": 1, "a": 2}], "a": "é"})),
+            protocol_version: "2026-07-28",
+            request_id: &id,
+            subject: Some("alice"),
+            time: "2026-12-03T19:31:22.152Z".into(),
+        };
+        let bare = Known { client: None, client_id: None, name: None, params: None, subject: None, ..full.clone() };
+        for known in [full, bare] {
+            for (ms, code, outcome) in [(0.001, None, "ok"), (12.5, Some(-32602), "error"), (3.0, None, "cancelled")] {
+                let mut map = Map::new();
+                map.insert("account".into(), json!(known.account));
+                if let Some(client) = &known.client {
+                    map.insert("client".into(), client.clone());
+                }
+                if let Some(client_id) = known.client_id {
+                    map.insert("clientId".into(), json!(client_id));
+                }
+                map.insert("durationMs".into(), json!(ms));
+                if let Some(code) = code {
+                    map.insert("errorCode".into(), json!(code));
+                }
+                map.insert("method".into(), json!(known.method));
+                if let Some(name) = known.name {
+                    map.insert("name".into(), json!(name));
+                }
+                map.insert("outcome".into(), json!(outcome));
+                if let Some(params) = &known.params {
+                    map.insert("params".into(), params.clone());
+                }
+                map.insert("protocolVersion".into(), json!(known.protocol_version));
+                map.insert("requestId".into(), json!(known.request_id));
+                if let Some(subject) = known.subject {
+                    map.insert("subject".into(), json!(subject));
+                }
+                map.insert("time".into(), json!(known.time));
+                let mut expected = serde_json::to_vec(&map).unwrap();
+                expected.push(b'\n');
+                let line = Line::start(&known).finish(ms, code, outcome);
+                assert_eq!(String::from_utf8(line).unwrap(), String::from_utf8(expected).unwrap());
+            }
+        }
     }
 }

@@ -97,9 +97,10 @@ impl Default for TaskConfig {
     }
 }
 
-/// The account a request counts against, for the task cap and for who may see a task. An
-/// authentication layer or the transport sets it as a request extension: the authenticated
-/// caller, an `--account-header` value, or a legacy HTTP session. A 2026-07-28 HTTP request with
+/// The account a request counts against, for the task cap and for who may see a task: the
+/// authenticated caller's ([`Identity::account`](crate::server::Identity::account)), else what
+/// the transport sets as this request extension: an `--account-header` value, or a legacy HTTP
+/// session. A 2026-07-28 HTTP request with
 /// none of these is anonymous: it counts as its source address ([`ANONYMOUS`] then the IP) for
 /// the cap, reaches its tasks by their ids alone (128 random bits each), and may not list tasks.
 /// Without any extension (stdio: one client per process) every request shares one account.
@@ -127,6 +128,9 @@ pub struct AnonymousPeer(pub std::net::IpAddr);
 pub(crate) fn account_of(cx: &RequestContext) -> String {
     if let Some(account) = cx.extension::<Account>() {
         return account.0;
+    }
+    if let Some(caller) = cx.caller() {
+        return caller.account();
     }
     match cx.extension::<AnonymousPeer>() {
         Some(AnonymousPeer(ip)) => format!("{ANONYMOUS}{ip}"),

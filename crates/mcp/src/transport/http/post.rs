@@ -270,18 +270,15 @@ async fn request(
 /// who may not list tasks: see [`crate::server::tasks::ANONYMOUS`]).
 fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
     let RequestParts { headers, session, caller, peer } = from;
-    let account = match &caller {
-        Some(identity) => Some(identity.account()),
-        None => account(config, headers, session.as_deref()),
-    };
-    match (account, peer) {
+    if let Some(identity) = caller {
+        cx.insert_extension(identity); // its account is the caller's
+        return;
+    }
+    match (account(config, headers, session.as_deref()), peer) {
         (Some(account), _) => cx.insert_extension(crate::server::tasks::Account(account)),
         // The account string is made only if tasks ask for it (most requests never do).
         (None, Some(ip)) => cx.insert_extension(crate::server::tasks::AnonymousPeer(ip)),
         (None, None) => {}
-    }
-    if let Some(identity) = caller {
-        cx.insert_extension(identity);
     }
 }
 
