@@ -385,24 +385,35 @@ pub(crate) struct Accepted {
 }
 
 /// Verified tokens, kept until they expire (at most `max` of them, and at most `cap`), so a
-/// token is not verified again on every request. Keyed by the token itself: its text is shared
-/// with the [`Identity`](super::Identity) that holds it anyway, and a lookup hashes it once
-/// (a SHA-256 of it, the key this cache had, cost more than the rest of the auth layer).
+/// token is not verified again on every request.
+///
+/// Keyed by a keyed hash of the token (SipHash with this process's random key), and a hit is
+/// confirmed by comparing the whole token in constant time with the one its identity holds: a
+/// lookup neither compares a presented token byte by byte with a stored one (whose timing could
+/// tell how much of a prefix matched) nor pays for a SHA-256 of it, the key this cache once had,
+/// which cost more than the rest of the auth layer. Two tokens of the same hash simply take
+/// turns in one place.
 pub(crate) struct TokenCache {
-    entries: RwLock<HashMap<Arc<str>, (Accepted, Instant)>>,
+    entries: RwLock<HashMap<u64, (Accepted, Instant)>>,
+    hasher: std::hash::RandomState,
     max: usize,
     cap: Duration,
 }
 
 impl TokenCache {
     pub fn new(max: usize, cap: Duration) -> Self {
-        TokenCache { entries: RwLock::new(HashMap::new()), max, cap }
+        TokenCache { entries: RwLock::new(HashMap::new()), hasher: Default::default(), max, cap }
+    }
+
+    fn key(&self, token: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, token)
     }
 
     pub fn get(&self, token: &str) -> Option<Accepted> {
         let entries = self.entries.read().unwrap();
-        let (accepted, until) = entries.get(token)?;
-        (Instant::now() < *until).then(|| accepted.clone())
+        let (accepted, until) = entries.get(&self.key(token))?;
+        let same = same_in_constant_time(accepted.identity.dangerous_raw_token().as_bytes(), token.as_bytes());
+        (same && Instant::now() < *until).then(|| accepted.clone())
     }
 
     /// Keeps `accepted`, the verdict on the token its identity holds.
@@ -410,6 +421,7 @@ impl TokenCache {
         let expires = accepted.identity.expires_at();
         let left = expires.map_or(self.cap, |exp| Duration::from_secs(exp.saturating_sub(now())));
         let until = Instant::now() + left.min(self.cap);
+        let key = self.key(accepted.identity.dangerous_raw_token());
         let mut entries = self.entries.write().unwrap();
         if entries.len() >= self.max {
             let now = Instant::now();
@@ -418,7 +430,60 @@ impl TokenCache {
                 entries.clear(); // a flood of distinct tokens: start over rather than grow
             }
         }
-        let token = accepted.identity.token();
-        entries.insert(token, (accepted, until));
+        entries.insert(key, (accepted, until));
+    }
+}
+
+/// Whether `a` and `b` are the same bytes, in a time that depends on their length only.
+fn same_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    fn accepted(token: &str, subject: &str) -> Accepted {
+        let verified = Verified {
+            subject: subject.into(),
+            client_id: None,
+            scopes: vec![],
+            issuer: Some("https://as".into()),
+            audience: vec![],
+            expires_at: None,
+            claims: Default::default(),
+        };
+        Accepted { identity: super::super::Identity::new(Arc::new(verified), Arc::from(token)), audience_ok: true }
+    }
+
+    #[test]
+    fn a_cached_token_is_found_by_its_whole_text_only() {
+        let cache = TokenCache::new(8, Duration::from_secs(60));
+        cache.put(accepted("a.b.c", "alice"));
+        cache.put(accepted("a.b.d", "bob"));
+        assert_eq!(cache.get("a.b.c").unwrap().identity.subject(), "alice");
+        assert_eq!(cache.get("a.b.d").unwrap().identity.subject(), "bob");
+        assert!(cache.get("a.b.").is_none());
+        assert!(cache.get("a.b.cc").is_none());
+        // Two tokens under one key (forced here): the other one's verdict is never given.
+        let key = cache.key("x.y.z");
+        cache
+            .entries
+            .write()
+            .unwrap()
+            .insert(key, (accepted("a.b.c", "alice"), Instant::now() + Duration::from_secs(60)));
+        assert!(cache.get("x.y.z").is_none());
+    }
+
+    #[test]
+    fn tokens_are_compared_whole() {
+        assert!(same_in_constant_time(b"abc", b"abc"));
+        assert!(!same_in_constant_time(b"abc", b"abd"));
+        assert!(!same_in_constant_time(b"abc", b"ab"));
+        assert!(same_in_constant_time(b"", b""));
     }
 }

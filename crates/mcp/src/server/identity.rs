@@ -108,12 +108,6 @@ impl Identity {
     pub fn account(&self) -> String {
         self.account.to_string()
     }
-
-    /// The token's text, shared (the resource server's cache keys on it).
-    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
-    pub(crate) fn token(&self) -> Arc<str> {
-        self.token.clone()
-    }
 }
 
 impl fmt::Debug for Identity {
