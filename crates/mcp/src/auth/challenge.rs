@@ -27,7 +27,7 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     }
     // Read as bytes: a token that passes the b64token check is ASCII, so most requests
     // (a well-formed bearer token of a kilobyte) are looked at once, not three times.
-    let not_ascii = || value.to_str().is_err();
+    let refuse = |otherwise| if value.to_str().is_err() { Credentials::Malformed(NOT_ASCII) } else { otherwise };
     let bytes = value.as_bytes();
     let (scheme, rest) = match bytes.iter().position(|&b| b == b' ') {
         Some(at) => (&bytes[..at], &bytes[at + 1..]),
@@ -35,22 +35,14 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     };
     let dpop = scheme.eq_ignore_ascii_case(b"dpop");
     if !scheme.eq_ignore_ascii_case(b"bearer") && !dpop {
-        return if not_ascii() { Credentials::Malformed(NOT_ASCII) } else { Credentials::None };
+        return refuse(Credentials::None);
     }
     let token = trim_spaces(rest);
     if token.is_empty() {
-        return if not_ascii() {
-            Credentials::Malformed(NOT_ASCII)
-        } else {
-            Credentials::Malformed("the Authorization header says Bearer but carries no token")
-        };
+        return refuse(Credentials::Malformed("the Authorization header says Bearer but carries no token"));
     }
     let Some(token) = b64token(token) else {
-        return if not_ascii() {
-            Credentials::Malformed(NOT_ASCII)
-        } else {
-            Credentials::Malformed("the bearer token has characters a token cannot have")
-        };
+        return refuse(Credentials::Malformed("the bearer token has characters a token cannot have"));
     };
     if dpop {
         Credentials::Dpop(token)

@@ -36,7 +36,7 @@ impl RawParams {
     pub fn span(line: &[u8], params: Option<&RawValue>) -> Span {
         match params {
             None => Span::None,
-            Some(p) => match range_within(line, p) {
+            Some(p) => match range_within(line, p.get().as_bytes()) {
                 Some(range) => Span::At(range),
                 None => Span::Copied(RawParams::copied(Some(p))),
             },
@@ -55,7 +55,7 @@ impl RawParams {
     /// Params found in an HTTP body; the body is shared, not copied.
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // HTTP bodies
     pub fn in_body(body: &Bytes, params: Option<&RawValue>) -> RawParams {
-        match params.and_then(|p| range_within(body, p)) {
+        match params.and_then(|p| range_within(body, p.get().as_bytes())) {
             Some(range) => RawParams { buffer: Buffer::Body(body.clone()), range: Some(range), named: None },
             None => RawParams::copied(params),
         }
@@ -92,14 +92,8 @@ impl RawParams {
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // read by the HTTP transport
     pub fn with_named(mut self, name: &str) -> RawParams {
         self.named = match (self.whole(), &self.range) {
-            (Some(whole), Some(params)) => {
-                let start = (name.as_ptr() as usize).checked_sub(whole.as_ptr() as usize);
-                let end = start.and_then(|s| s.checked_add(name.len()));
-                match (start, end) {
-                    (Some(start), Some(end)) if start >= params.start && end <= params.end => Some(start..end),
-                    _ => None,
-                }
-            }
+            (Some(whole), Some(params)) => range_within(whole, name.as_bytes())
+                .filter(|named| named.start >= params.start && named.end <= params.end),
             _ => None,
         };
         self
@@ -131,9 +125,9 @@ pub(crate) enum Span {
 }
 
 /// Where `inner` (borrowed from `outer` by a parse) lies in `outer`.
-fn range_within(outer: &[u8], inner: &RawValue) -> Option<Range<usize>> {
-    let start = (inner.get().as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
-    let end = start.checked_add(inner.get().len())?;
+fn range_within(outer: &[u8], inner: &[u8]) -> Option<Range<usize>> {
+    let start = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+    let end = start.checked_add(inner.len())?;
     (end <= outer.len()).then_some(start..end)
 }
 

@@ -17,7 +17,7 @@ use mcp_types::version::ProtocolVersion;
 use mcp_types::{ErrorCode, ErrorObject, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextParts, Origin, RequestContext};
@@ -331,17 +331,10 @@ fn finish_value(router: &Router, method: &str, value: &mut Value) {
     let Value::Object(object) = value else {
         return;
     };
-    let complete = !object.contains_key("resultType");
-    if complete {
-        object.insert("resultType".into(), "complete".into());
-    }
-    if (complete || object["resultType"] == "complete") && CACHEABLE.contains(&method) {
+    super::reply::add_era_fields(object, || info_json(router, method == "server/discover").clone());
+    if object["resultType"] == "complete" && CACHEABLE.contains(&method) {
         let ttl = router.inner.config.cache_ttl.as_millis() as u64;
         object.entry("ttlMs").or_insert(ttl.into());
         object.entry("cacheScope").or_insert("private".into());
-    }
-    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.entry(meta::SERVER_INFO).or_insert_with(|| info_json(router, method == "server/discover").clone());
     }
 }

@@ -15,7 +15,7 @@ use mcp_types::tools::CallToolResult;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A successful request's result: what middleware sees and what the transports write.
 ///
@@ -135,17 +135,21 @@ pub(crate) fn estimated_len(value: &Value, depth: usize) -> usize {
     }
 }
 
+/// Gives a 2026-07-28 result its era's fields, where it did not set them itself: `resultType`
+/// `complete`, and the server's name and version (`server_info`) in `_meta`.
+pub(crate) fn add_era_fields(object: &mut Map<String, Value>, server_info: impl FnOnce() -> Value) {
+    object.entry("resultType").or_insert("complete".into());
+    if let Value::Object(meta) = object.entry("_meta").or_insert_with(|| Value::Object(Map::new())) {
+        meta.entry(meta::SERVER_INFO).or_insert_with(server_info);
+    }
+}
+
 impl ToolReply {
     fn into_value(self) -> Value {
         let ToolReply { result, server_info } = self;
         let mut value = super::tool::result_value(result).unwrap_or_default();
         if let (Some(info), Value::Object(object)) = (server_info, &mut value) {
-            object.entry("resultType").or_insert("complete".into());
-            let meta = object.entry("_meta").or_insert_with(|| Value::Object(Default::default()));
-            if let Value::Object(meta) = meta {
-                let info = serde_json::from_str(info.get()).unwrap_or_default();
-                meta.entry(meta::SERVER_INFO).or_insert(info);
-            }
+            add_era_fields(object, || serde_json::from_str(info.get()).unwrap_or_default());
         }
         value
     }

@@ -94,6 +94,12 @@ fn key(text: &mut Vec<u8>, first: bool, key: &str) {
     text.extend_from_slice(b"\":");
 }
 
+/// `,"key":value`.
+fn field(text: &mut Vec<u8>, name: &str, json: &(impl serde::Serialize + ?Sized)) {
+    key(text, false, name);
+    value(text, json);
+}
+
 /// A value as JSON (a string escaped).
 fn value(text: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
     if serde_json::to_writer(&mut *text, value).is_err() {
@@ -147,37 +153,28 @@ impl Line {
         key(&mut text, true, "account");
         value(&mut text, known.account);
         if let Some(client) = &known.client {
-            key(&mut text, false, "client");
-            value(&mut text, client);
+            field(&mut text, "client", client);
         }
         if let Some(client_id) = known.client_id {
-            key(&mut text, false, "clientId");
-            value(&mut text, client_id);
+            field(&mut text, "clientId", client_id);
         }
         key(&mut text, false, "durationMs");
         let duration_at = text.len();
-        key(&mut text, false, "method");
-        value(&mut text, known.method);
+        field(&mut text, "method", known.method);
         if let Some(name) = known.name {
-            key(&mut text, false, "name");
-            value(&mut text, name);
+            field(&mut text, "name", name);
         }
         key(&mut text, false, "outcome");
         let outcome_at = text.len();
         if let Some(params) = &known.params {
-            key(&mut text, false, "params");
-            value(&mut text, params);
+            field(&mut text, "params", params);
         }
-        key(&mut text, false, "protocolVersion");
-        value(&mut text, known.protocol_version);
-        key(&mut text, false, "requestId");
-        value(&mut text, known.request_id);
+        field(&mut text, "protocolVersion", known.protocol_version);
+        field(&mut text, "requestId", known.request_id);
         if let Some(subject) = known.subject {
-            key(&mut text, false, "subject");
-            value(&mut text, subject);
+            field(&mut text, "subject", subject);
         }
-        key(&mut text, false, "time");
-        value(&mut text, &known.time);
+        field(&mut text, "time", &known.time);
         text.extend_from_slice(b"}\n");
         Line { text, duration_at, outcome_at }
     }
@@ -190,8 +187,7 @@ impl Line {
         let mut ended = Vec::with_capacity(40);
         value(&mut ended, &duration_ms);
         if let Some(code) = error_code {
-            key(&mut ended, false, "errorCode");
-            value(&mut ended, &code);
+            field(&mut ended, "errorCode", &code);
         }
         self.text.splice(self.duration_at..self.duration_at, ended);
         self.text

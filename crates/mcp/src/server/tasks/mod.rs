@@ -100,9 +100,9 @@ impl Default for TaskConfig {
 /// The account a request counts against, for the task cap and for who may see a task: the
 /// authenticated caller's ([`Identity::account`](crate::server::Identity::account)), else what
 /// the transport sets as this request extension: an `--account-header` value, or a legacy HTTP
-/// session. A 2026-07-28 HTTP request with
-/// none of these is anonymous: it counts as its source address ([`ANONYMOUS`] then the IP) for
-/// the cap, reaches its tasks by their ids alone (128 random bits each), and may not list tasks.
+/// session. A 2026-07-28 HTTP request with none of these is anonymous: it counts as its source
+/// address ([`ANONYMOUS`] then the IP) for the cap, reaches its tasks by their ids alone (128
+/// random bits each), and may not list tasks.
 /// Without any extension (stdio: one client per process) every request shares one account.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Account(pub String);

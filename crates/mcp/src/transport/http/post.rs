@@ -197,7 +197,7 @@ async fn request(
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
-    raw: RawParams,
+    mut raw: RawParams,
 ) -> Response<Body> {
     let modern = has_modern_meta(params);
     if method == "initialize" && !modern {
@@ -205,7 +205,6 @@ async fn request(
     }
     let RequestParts { headers, session, caller, peer } = from;
     let mut meta_read = None;
-    let mut raw = raw;
     if modern {
         let fields = HeaderFields::read(params).unwrap_or_else(|| HeaderFields::from_tree(&params_tree(params)));
         if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &fields) {
