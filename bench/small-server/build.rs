@@ -1,6 +1,7 @@
-//! Links this package's binaries with packed relative relocations where the loader reads them
-//! (see `mcp_build::pack_relative_relocations`): a smaller file to map and less work before `main`.
+//! Links this package's binaries as `mcp_build::link_binaries` says: packed relative relocations
+//! where the loader reads them, and the code a stdio server runs laid out together, so that a
+//! process maps less of its file and starts sooner.
 
 fn main() {
-    mcp_build::pack_relative_relocations();
+    mcp_build::link_binaries();
 }

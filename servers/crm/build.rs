@@ -1,13 +1,13 @@
 //! Digests the embedded demo data at build time, so that naming the demo database's cache file
-//! costs nothing at start-up; links the binaries with packed relative relocations where the loader
-//! reads them (`mcp_build::pack_relative_relocations`).
+//! costs nothing at start-up; links the binaries as `mcp_build::link_binaries` says (packed relative
+//! relocations, the hot code together).
 
 use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
 fn main() {
-    mcp_build::pack_relative_relocations();
+    mcp_build::link_binaries();
     let mut h = Sha256::new();
     for name in ["companies.csv", "customers.csv", "interactions.csv"] {
         let path = format!("data/{name}");
