@@ -78,12 +78,13 @@ CAP = 256 * 1024
 
 def pattern(name):
     """The section name's pattern: the mangled name without what changes from build to build."""
-    name = re.sub(r"(\.llvm)?\.\d+$", "", name)  # what LLVM appends to a local or cloned function
+    # What LLVM appends to a renamed local or cloned function (`.llvm.123`, `.7320`) varies.
+    name, suffixed = re.subn(r"(\.llvm)?\.\d+$", "", name)
     if name.startswith("_ZN"):  # legacy mangling: the hash is the last path element
         return re.sub(r"17h[0-9a-f]{16}E$", "17h*", name)
     if name.startswith("_R"):  # v0 mangling (the standard library): crate disambiguators vary
-        return re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", name)
-    return name
+        name = re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", name)
+    return name + "*" if suffixed else name
 
 
 def executed(profile, binary):
