@@ -8,9 +8,9 @@
 # How: `mcp-example` (every transport and option built in, as servers of ours are) is run under
 # callgrind for a host's session on stdio pipes: initialize, the three lists, 2,000 `echo` calls
 # and one of each other kind a host sends (another tool, a resource read, a prompt, ping). It is
-# built three ways, since what the optimizer inlines, and so which functions exist at all,
-# changes with the profile and with the features other packages of a build unify: `dist` alone,
-# `dist` beside `mcp-bench` (as the benchmarks build it) and `release` alone. Every function that
+# built four ways, since what the optimizer inlines, and so which functions exist at all,
+# changes with the profile and with the features other packages of a build unify: `dist` and
+# `release`, each alone and beside `mcp-bench` (as the benchmarks build it). Every function that
 # ran in any of them becomes a pattern: its mangled name without the hash that `rustc` appends,
 # so that the list still names the same functions after a rebuild, in another profile, or in
 # another binary. A pattern that matches more than 256 KiB of code (a generic function whose
@@ -41,6 +41,7 @@ build() { # NAME PROFILE CARGO-ARGS...
 build dist-alone dist -p mcp-example --bin mcp-example
 build dist-bench dist -p mcp-example -p mcp-bench --bin mcp-example --bin bench-stdio --bin stdio-floor
 build release-alone release -p mcp-example --bin mcp-example
+build release-bench release -p mcp-example -p mcp-bench --bin mcp-example --bin bench-stdio --bin stdio-floor
 
 python3 - "$work/session.jsonl" <<'PY'
 import json, sys
