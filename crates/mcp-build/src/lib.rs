@@ -106,8 +106,10 @@ impl Build {
 /// mcp_build::link_binaries();
 /// ```
 pub fn link_binaries() {
-    pack_relative_relocations();
-    hot_code_first();
+    // One reading of the build (it asks `getconf` and `rustc`) for both.
+    let build = Build::from_env();
+    pack_relative_relocations_for(&build);
+    hot_code_first_for(&build);
 }
 
 /// Links the calling package's binaries with `-z pack-relative-relocs` where
@@ -125,8 +127,12 @@ pub fn link_binaries() {
 /// Returns whether it did, and tells the package's code the same as `MCP_PACKED_RELOCATIONS`
 /// (`env!("MCP_PACKED_RELOCATIONS")` is `yes` or `no`), so that a test can hold the binary to it.
 pub fn pack_relative_relocations() -> bool {
+    pack_relative_relocations_for(&Build::from_env())
+}
+
+fn pack_relative_relocations_for(build: &Build) -> bool {
     println!("cargo:rerun-if-env-changed={OPT_OUT}");
-    let packs = Build::from_env().packs_relocations();
+    let packs = build.packs_relocations();
     if packs {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
@@ -143,15 +149,19 @@ pub fn pack_relative_relocations() -> bool {
 /// Returns whether it did, and tells the package's code the same as `MCP_HOT_LAYOUT`
 /// (`env!("MCP_HOT_LAYOUT")` is `yes` or `no`). `MCP_HOT_LAYOUT=0` turns it off.
 pub fn hot_code_first() -> bool {
+    hot_code_first_for(&Build::from_env())
+}
+
+fn hot_code_first_for(build: &Build) -> bool {
     println!("cargo:rerun-if-env-changed={HOT_OPT_OUT}");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    let mut lays_out = Build::from_env().lays_out_hot_code();
+    let mut lays_out = build.lays_out_hot_code();
     let out_dir = std::env::var("OUT_DIR").unwrap_or_default();
     // The path goes to the linker through `-Wl,`, which splits at commas.
     lays_out &= !out_dir.is_empty() && !out_dir.contains(',');
     if lays_out {
         let script = std::path::Path::new(&out_dir).join("hot-code.ld");
-        match std::fs::write(&script, linker_script(HOT_FUNCTIONS)) {
+        match std::fs::write(&script, linker_script(hot_patterns())) {
             Ok(()) => println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display()),
             Err(e) => {
                 println!(
@@ -166,14 +176,24 @@ pub fn hot_code_first() -> bool {
     lays_out
 }
 
-/// The linker script that gathers the sections of the functions `patterns` names (one mangled
-/// name pattern per line, `#` comments) into `.text.hot`, in the list's order, before `.text`.
-pub fn linker_script(patterns: &str) -> String {
+/// The patterns of `hot-functions.txt`: mangled names whose only wildcard is `*`.
+pub fn hot_patterns() -> impl Iterator<Item = &'static str> {
+    patterns(HOT_FUNCTIONS)
+}
+
+/// The patterns of a list: one per line, blank lines and `#` comments left out.
+fn patterns(list: &str) -> impl Iterator<Item = &str> {
+    list.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// The linker script that gathers the sections of the functions `patterns` names into
+/// `.text.hot`, in their order, before `.text`.
+pub fn linker_script<'a>(patterns: impl IntoIterator<Item = &'a str>) -> String {
     let mut script = String::from(
         "/* mcp-stack-build: the functions a stdio MCP server runs, together (see hot_code_first). */\n\
          SECTIONS\n{\n  .text.hot : {\n",
     );
-    for pattern in patterns.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for pattern in patterns {
         // LLVM puts a cold function (`#[cold]`, such as a vector's growth) in `.text.unlikely.`.
         script.push_str(&format!("    *(.text.{pattern} .text.unlikely.{pattern})\n"));
     }
@@ -301,7 +321,7 @@ mod tests {
 
     #[test]
     fn the_script_gathers_each_pattern_in_order() {
-        let script = linker_script("# a comment\n_ZN3mcp6engine4read17h*\n\n_RNvCs*_4core3fmt5write\n");
+        let script = linker_script(patterns("# a comment\n_ZN3mcp6engine4read17h*\n\n_RNvCs*_4core3fmt5write\n"));
         let lines: Vec<&str> = script.lines().filter(|l| l.trim_start().starts_with("*(")).collect();
         assert_eq!(
             lines,
@@ -316,7 +336,7 @@ mod tests {
 
     #[test]
     fn the_shipped_list_is_patterns_the_script_can_hold() {
-        let patterns: Vec<&str> = HOT_FUNCTIONS.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        let patterns: Vec<&str> = hot_patterns().collect();
         assert!(patterns.len() > 100, "{} patterns", patterns.len());
         for pattern in patterns {
             // A space, a parenthesis or a quote would end the pattern early in the script.

@@ -7,7 +7,6 @@
 #![cfg(all(target_os = "linux", target_pointer_width = "64", target_endian = "little"))]
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-example");
-const PATTERNS: &str = include_str!("../../../crates/mcp-build/src/hot-functions.txt");
 
 /// One section header: its name, address and size.
 struct Section {
@@ -101,7 +100,7 @@ fn hot_code_exactly_when_the_build_script_said_so() {
     let text = sections.iter().position(|s| s.name == ".text").expect(".text");
     assert!(hot < text && sections[hot].address < sections[text].address, ".text.hot comes before .text");
 
-    let patterns: Vec<&str> = PATTERNS.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let patterns: Vec<&str> = mcp_build::hot_patterns().collect();
     let range = sections[hot].address..sections[hot].address + sections[hot].size as u64;
     let inside: Vec<String> =
         functions(&elf, &sections).into_iter().filter(|(at, _)| range.contains(at)).map(|(_, name)| name).collect();
