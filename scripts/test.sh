@@ -49,6 +49,9 @@ cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
 # Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
 # whose nested arguments the structural checks judge.
 cargo test -p mcp-bench-small-server --locked
+# mcp-example as it ships (without `jsonschema`, which the workspace build above unifies in): its
+# arguments judged by the flat and structural checks, over a real pipe.
+cargo test -p mcp-example --locked --test stdio
 
 log "official conformance suite: mcp-server-conformance (server) and mcp-client-conformance (client)"
 bash scripts/conformance.sh

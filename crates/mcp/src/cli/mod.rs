@@ -244,10 +244,21 @@ pub(crate) fn parse_plain(router: &Router, args: Vec<std::ffi::OsString>) -> Res
     if let Some(description) = &info.description {
         about = format!("{}: {description}", info.name);
     }
-    let command = Plain::command().name(info.name.clone()).version(info.version.clone()).about(about);
+    let command = Plain::command()
+        .name(info.name.clone())
+        .version(info.version.clone())
+        .long_version(long_version(&info.version))
+        .about(about);
     let name = std::ffi::OsString::from(info.name.clone());
     let matches = command.try_get_matches_from(std::iter::once(name).chain(args))?;
     Plain::from_arg_matches(&matches).map(|p| p.serve)
+}
+
+/// What `--version` prints after the server's name: its version, then the library's with the
+/// features this binary was built with (cargo unifies features across the packages of one build,
+/// so a binary may carry more than its manifest asks for). `-V` prints the version alone.
+fn long_version(version: &str) -> String {
+    format!("{version}\nmcp-stack {}, features: {}", env!("CARGO_PKG_VERSION"), crate::FEATURES.join(", "))
 }
 
 #[cfg(test)]
@@ -287,6 +298,18 @@ mod tests {
         assert!(config.json_only);
         assert_eq!(config.session_idle, Duration::from_secs(5));
         assert_eq!(config.max_sessions, 3);
+    }
+
+    #[test]
+    fn long_version_names_the_library_and_its_features() {
+        let router = Router::new().info("demo", "1.2.3");
+        let shown = parse_plain(&router, vec!["--version".into()]).unwrap_err();
+        assert_eq!(shown.kind(), clap::error::ErrorKind::DisplayVersion);
+        let text = shown.to_string();
+        assert!(text.starts_with("demo 1.2.3\nmcp-stack "), "{text}");
+        assert!(text.trim_end().ends_with(&format!("features: {}", crate::FEATURES.join(", "))), "{text}");
+        let short = parse_plain(&router, vec!["-V".into()]).unwrap_err().to_string();
+        assert_eq!(short.trim_end(), "demo 1.2.3");
     }
 
     #[test]
