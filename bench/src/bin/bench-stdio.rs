@@ -162,7 +162,10 @@ fn refuse_a_unified_build(path: &Path) {
 fn refuse_a_unified_example(path: &Path) {
     let out = std::process::Command::new(path).arg("--version").output().expect("run mcp-example --version");
     let text = String::from_utf8_lossy(&out.stdout);
-    let features = text.lines().find_map(|l| l.split_once("features: ")).map(|(_, f)| f.trim()).unwrap_or("");
+    let Some(features) = text.lines().find_map(|l| l.split_once("features: ")).map(|(_, f)| f.trim()) else {
+        eprintln!("mcp-example --version names no library features: build it from this checkout");
+        std::process::exit(2);
+    };
     let foreign: Vec<&str> = features.split(", ").filter(|f| ["client", "sqlite", "jsonschema"].contains(f)).collect();
     if !foreign.is_empty() {
         eprintln!(
