@@ -38,15 +38,7 @@ fn u64_at_slice(bytes: &[u8]) -> u64 {
 fn glibc_reads_relr() -> bool {
     let out = std::process::Command::new("getconf").arg("GNU_LIBC_VERSION").output();
     let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-    glibc_version(&text).is_some_and(|v| v >= (2, 36))
-}
-
-/// `glibc 2.36` as (2, 36).
-fn glibc_version(text: &str) -> Option<(u32, u32)> {
-    let mut parts = text.trim().strip_prefix("glibc ")?.split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor: String = parts.next()?.chars().take_while(char::is_ascii_digit).collect();
-    Some((major, minor.parse().ok()?))
+    mcp_build::parse_glibc_version(&text).is_some_and(|v| v >= (2, 36))
 }
 
 #[test]
