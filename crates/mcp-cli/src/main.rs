@@ -465,9 +465,9 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
 /// How the gateway and the bridge reach upstreams: `interactive` lets an authorization open a
 /// browser (the bridge, started by a host on someone's desktop); the gateway uses stored
 /// tokens and client credentials only.
-fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connector, Failure> {
+fn connector(cli: &Cli, interactive: bool, name: &str) -> Result<gateway::upstream::Connector, Failure> {
     let mut options = options(cli)?;
-    options.client_info = mcp::types::lifecycle::Implementation::new("mcp-gateway", env!("CARGO_PKG_VERSION"));
+    options.client_info = mcp::types::lifecycle::Implementation::new(name, env!("CARGO_PKG_VERSION"));
     options.timeout = Duration::from_secs(cli.timeout.max(1)).max(Duration::from_secs(300));
     options.max_timeout = Duration::from_secs(3600);
     // Every message the upstream logs comes: each downstream client's own level filters them.
@@ -488,6 +488,7 @@ fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connecto
             };
             Ok(Arc::new(oauth) as Arc<dyn mcp::client::auth::Authorizer>)
         }),
+        one_client: false,
     })
 }
 
@@ -495,7 +496,7 @@ fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connecto
 async fn gateway_command(cli: &Cli, args: &gateway::GatewayArgs) -> Result<Value, Failure> {
     let path = cli.config.as_ref().ok_or_else(|| Failure::Usage("mcp gateway needs --config FILE".into()))?;
     let upstreams = gateway::config::load(path).map_err(Failure::Usage)?;
-    let connector = connector(cli, false)?;
+    let connector = connector(cli, false, "mcp-gateway")?;
     gateway::serve(upstreams, &args.serve, connector, "mcp-gateway").await.map_err(Failure::Usage)?;
     Ok(Value::Null)
 }
@@ -589,7 +590,7 @@ async fn bridge_command(cli: &Cli, args: &bridge::BridgeArgs) -> Result<Value, F
         stdio => stdio,
     };
     let upstream = bridge::upstream(args, target);
-    let connector = connector(cli, true)?;
+    let connector = connector(cli, true, "mcp-bridge")?;
     gateway::serve(vec![upstream], &args.serve, connector, "mcp-bridge").await.map_err(Failure::Usage)?;
     Ok(Value::Null)
 }
@@ -883,16 +884,16 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    // One thread: a forwarded call hops between half a dozen tasks (the client's reader, the
-    // upstream's writer and reader, the handler), and on one thread each hop is a switch, not a
-    // wake-up of another core; the upstream processes do the work. (MCP_GATEWAY_THREADS=N runs
-    // the gateway on N.)
-    let threads = std::env::var("MCP_GATEWAY_THREADS").ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(1);
-    let runtime = match cli.command {
-        Command::Gateway(_) | Command::Bridge(_) if threads > 1 => {
-            tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
-        }
-        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    // Client commands run on one thread; the gateway and the bridge on as many as they serve
+    // (see `gateway::worker_threads`).
+    let threads = match &cli.command {
+        Command::Gateway(args) => gateway::worker_threads(args.threads, &args.serve),
+        Command::Bridge(args) => gateway::worker_threads(args.threads, &args.serve),
+        _ => 1,
+    };
+    let runtime = match threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
     }
     .expect("a tokio runtime");
     let result = runtime.block_on(run(&cli, early));

@@ -42,6 +42,32 @@ struct Pending {
     token: Option<String>,
     progress: Option<ProgressFn>,
     touched: mpsc::UnboundedSender<()>,
+    /// The tag of the [`tagged`] scope the request was sent from.
+    tag: Option<u64>,
+}
+
+tokio::task_local! {
+    /// The tag every request sent from this scope carries (see [`tagged`]).
+    static SENT_WITH: u64;
+    /// The tag of the request a server's message came with, while a handler answers it.
+    static CAME_WITH: Option<u64>;
+}
+
+/// Runs `future` with every request it sends tagged `tag`, so that a server's question or
+/// notification that comes with one of those requests can be told apart from others: a proxy
+/// serving several callers over one connection tags each caller's requests, and its handlers
+/// ask [`question_tag`] whose question it is.
+pub async fn tagged<F: std::future::Future>(tag: u64, future: F) -> F::Output {
+    SENT_WITH.scope(tag, future).await
+}
+
+/// Inside a [`Handlers`](super::Handlers) callback (and its future) or an
+/// [`on_notification`](super::ClientOptions::on_notification) callback: the tag of the request
+/// the server's message came with, when the transport says which request that is (Streamable
+/// HTTP: the message came on that request's response stream) and it was sent [`tagged`].
+/// `None` otherwise: on stdio a server's questions carry no link to any request.
+pub fn question_tag() -> Option<u64> {
+    CAME_WITH.try_with(|tag| *tag).ok().flatten()
 }
 
 /// How the engine sends.
@@ -194,11 +220,11 @@ impl Core {
         self.ended.load(Ordering::Relaxed)
     }
 
-    /// One message from the server.
-    pub fn on_message(self: &Arc<Self>, message: Value) {
+    /// One message from the server that came with request `related` (on its response stream).
+    pub fn on_message_with(self: &Arc<Self>, message: Value, related: Option<&RequestId>) {
         self.trace(Direction::In, &message);
         let Ok(text) = serde_json::to_string(&message) else { return };
-        self.on_envelope(&text);
+        self.on_envelope(&text, related);
     }
 
     /// One message from the server as the JSON text it came in (a stdio line), read once
@@ -222,11 +248,17 @@ impl Core {
                 Err(_) => return false,
             }
         }
-        self.on_envelope(text) || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        self.on_envelope(text, None) || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
     }
 
-    /// Acts on one message; `false` when it is not a JSON-RPC envelope.
-    fn on_envelope(self: &Arc<Self>, text: &str) -> bool {
+    /// The tag of pending request `related`, if it has one.
+    fn tag_of(&self, related: Option<&RequestId>) -> Option<u64> {
+        related.and_then(|id| self.pending.lock().unwrap().get(id).and_then(|p| p.tag))
+    }
+
+    /// Acts on one message; `false` when it is not a JSON-RPC envelope. `related`: the request
+    /// whose response stream it came on.
+    fn on_envelope(self: &Arc<Self>, text: &str, related: Option<&RequestId>) -> bool {
         let Ok(envelope) = serde_json::from_str::<Envelope>(text) else { return false };
         match envelope.kind() {
             Ok(MessageKind::Result { id, result }) => {
@@ -259,21 +291,22 @@ impl Core {
                 self.cache.on_notification(&self.cache_owner(), &method, params.map(|p| p.get()));
                 if let Some(notify) = &self.options.on_notification {
                     let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
-                    notify(&method, &params);
+                    CAME_WITH.sync_scope(self.tag_of(related), || notify(&method, &params));
                 }
             }
             Ok(MessageKind::Request { id, method, params }) => {
                 let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
                 let core = self.clone();
                 let method = method.into_owned();
-                tokio::spawn(async move {
+                let tag = self.tag_of(related);
+                tokio::spawn(CAME_WITH.scope(tag, async move {
                     let answer = core.answer(&method, params).await;
                     let message = match answer {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     };
                     let _ = core.send(message).await;
-                });
+                }));
             }
             _ => {}
         }
@@ -363,7 +396,8 @@ impl Core {
             if self.ended.load(Ordering::Relaxed) {
                 return Err(ErrorObject::new(TRANSPORT_FAILED, "the connection closed"));
             }
-            pending.insert(id.clone(), Pending { tx, token, progress, touched });
+            let tag = SENT_WITH.try_with(|tag| *tag).ok();
+            pending.insert(id.clone(), Pending { tx, token, progress, touched, tag });
         }
         let guard = CancelOnDrop { core: self, id: id.clone(), done: false };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -498,7 +532,10 @@ impl Core {
         if let Some(Value::Object(requests)) = result.get("inputRequests") {
             for (key, request) in requests {
                 let method = request["method"].as_str().unwrap_or("");
-                let answer = self.answer(method, request.get("params").cloned().unwrap_or(json!({}))).await?;
+                // The question came with a request sent from this scope: it carries its tag.
+                let tag = SENT_WITH.try_with(|tag| *tag).ok();
+                let params = request.get("params").cloned().unwrap_or(json!({}));
+                let answer = CAME_WITH.scope(tag, self.answer(method, params)).await?;
                 responses.insert(key.clone(), answer);
             }
         }

@@ -211,10 +211,15 @@ impl HttpSender {
     }
 
     fn deliver(&self, message: Value) {
+        self.deliver_with(message, None);
+    }
+
+    /// Delivers what came with request `related` (in its response), or outside any request.
+    fn deliver_with(&self, message: Value, related: Option<&RequestId>) {
         if let Some(core) = self.core.upgrade() {
             match message {
-                Value::Array(items) => items.into_iter().for_each(|m| core.on_message(m)),
-                m => core.on_message(m),
+                Value::Array(items) => items.into_iter().for_each(|m| core.on_message_with(m, related)),
+                m => core.on_message_with(m, related),
             }
         }
     }
@@ -349,7 +354,7 @@ impl HttpSender {
                 if v.get("error").is_some() && v["id"].is_null() {
                     v["id"] = json!(id);
                 }
-                self.deliver(v)
+                self.deliver_with(v, Some(&id))
             }
             _ if status == StatusCode::ACCEPTED => {}
             _ => self.fail(
@@ -369,7 +374,7 @@ impl HttpSender {
         for _attempt in 0..10 {
             let Some(stream) = body.take() else { break };
             let answered = |m: &Value| m.get("id") == Some(&answer) && m.get("method").is_none();
-            if self.read_events(stream, &mut resume, answered).await {
+            if self.read_events(stream, &mut resume, Some(&id), answered).await {
                 return;
             }
             if resume.dropped_oversized {
@@ -400,12 +405,14 @@ impl HttpSender {
         self.fail(&id, TRANSPORT_FAILED, "the response stream ended before the answer".into());
     }
 
-    /// Delivers every message of an SSE body, noting the event ids and `retry:` delays to resume
-    /// with; returns `true` as soon as a delivered message satisfies `last`.
+    /// Delivers every message of an SSE body (the response stream of request `related`, or the
+    /// session's own stream), noting the event ids and `retry:` delays to resume with; returns
+    /// `true` as soon as a delivered message satisfies `last`.
     async fn read_events(
         &self,
         mut body: hyper::body::Incoming,
         resume: &mut Resumption,
+        related: Option<&RequestId>,
         last: impl Fn(&Value) -> bool,
     ) -> bool {
         let mut parser = Parser::with_limit(self.max_message);
@@ -415,7 +422,7 @@ impl HttpSender {
                 resume.note(event.id, event.retry);
                 let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
                 let done = last(&message);
-                self.deliver(message);
+                self.deliver_with(message, related);
                 if done {
                     return true;
                 }
@@ -444,7 +451,7 @@ impl HttpSender {
                 Ok(r) if r.status().is_success() => r,
                 _ => return,
             };
-            self.read_events(response.into_body(), &mut resume, |_| false).await;
+            self.read_events(response.into_body(), &mut resume, None, |_| false).await;
             tokio::time::sleep(resume.retry).await;
         }
     }

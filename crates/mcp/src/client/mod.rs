@@ -41,7 +41,7 @@ use mcp_types::utilities::ProgressParams;
 use serde_json::{json, Value};
 
 use self::core::Core;
-pub use self::core::Direction;
+pub use self::core::{question_tag, tagged, Direction};
 pub use stdio::{ServerProcess, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
