@@ -80,9 +80,13 @@ pub fn key(target: &Target) -> String {
 }
 
 fn stdio_key(command: &StdioCommand) -> String {
+    // `./server`, or a word naming a file here (`python server.py`, `node dist/index.js`); not a
+    // package name such as `@scope/server`.
     let relative = |word: &str| {
         let path = Path::new(word);
-        !word.starts_with('-') && path.is_relative() && (word.contains('/') || path.is_file())
+        word.starts_with("./")
+            || word.starts_with("../")
+            || (!word.starts_with('-') && path.is_relative() && path.exists())
     };
     let here = command.cwd.is_none() && (relative(&command.program) || command.args.iter().any(|a| relative(a)));
     let dir = command.cwd.clone().or_else(|| here.then(|| std::env::current_dir().ok()).flatten());

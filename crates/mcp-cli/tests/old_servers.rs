@@ -121,7 +121,9 @@ fn a_remembered_era_that_fails_to_connect_is_forgotten() {
 }
 
 /// A loopback server that answers every request with `307` to `location(path)`, counting them.
-fn redirector(location: impl Fn(&str) -> String + Send + 'static) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+fn redirector(
+    location: impl Fn(&str) -> String + Send + 'static,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -159,8 +161,7 @@ fn a_307_is_followed_with_its_method_and_body_but_credentials_stay_home() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "moved\n", "{}", String::from_utf8_lossy(&out.stderr));
     assert!(seen.lock().unwrap().iter().all(|head| head.starts_with("POST ") || head.starts_with("GET ")));
     // With an Authorization header, a redirect to another origin is refused, saying why.
-    let out =
-        run_with_cache(cache.path(), &["--url", &url, "--header", "Authorization: Bearer secret-token", "tools"]);
+    let out = run_with_cache(cache.path(), &["--url", &url, "--header", "Authorization: Bearer secret-token", "tools"]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("redirects to another origin"), "{stderr}");

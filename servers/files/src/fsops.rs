@@ -205,7 +205,7 @@ impl App {
         let mode = match statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                 // The link must be one the server would follow, as a read or an edit would.
-                self.open(at, OFlags::PATH)?;
+                self.open(at, OFlags::RDONLY)?;
                 Mode::from_raw_mode(0o644)
             }
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {

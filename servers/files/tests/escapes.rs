@@ -75,8 +75,11 @@ fn writes_and_moves_cannot_leave_the_root() {
         // Writing onto a symlink that points out is refused, as editing it is, in the same
         // words; the link and the file it points to are untouched.
         let written = refused(&call(&mut s, "write_file", json!({"path": "rel-out", "content": "replaced"})));
-        let edited =
-            refused(&call(&mut s, "edit_file", json!({"path": "rel-out", "edits": [{"oldText": "a", "newText": "b"}]})));
+        let edited = refused(&call(
+            &mut s,
+            "edit_file",
+            json!({"path": "rel-out", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ));
         assert_eq!(written, edited);
         assert_eq!(std::fs::read_to_string(tree.path("outside/secret.txt")).unwrap(), SECRET);
         assert!(std::fs::symlink_metadata(tree.path("allowed/rel-out")).unwrap().file_type().is_symlink());

@@ -65,7 +65,8 @@ function showError(e) {
 }
 
 function pre(value) {
-  return el("pre", { text: typeof value === "string" ? value : JSON.stringify(value, null, 2) });
+  // Focusable, so a keyboard can scroll it when it overflows.
+  return el("pre", { text: typeof value === "string" ? value : JSON.stringify(value, null, 2), tabindex: "0" });
 }
 
 // ---- the server -----------------------------------------------------------------------------
@@ -111,8 +112,14 @@ $("reconnect").addEventListener("click", async () => {
 $("tools-refresh").addEventListener("click", () => loadTools().catch(showError));
 
 async function loadTools() {
-  state.tools = await listAll("tools/list", "tools");
+  const caps = (state.server && state.server.capabilities) || {};
   const list = $("tools-list");
+  if (!caps.tools) {
+    state.tools = [];
+    list.replaceChildren(el("li", { text: "the server offers no tools" }));
+    return;
+  }
+  state.tools = await listAll("tools/list", "tools");
   list.replaceChildren();
   for (const tool of state.tools) {
     const item = el("li", { "data-tool": tool.name }, el("b", { text: tool.title || tool.name }), el("small", { text: tool.description || "" }));
