@@ -134,7 +134,7 @@ fn redirector(
             let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
             let mut head = Vec::new();
             let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).map_or(false, |n| n == 1) {
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
                 head.push(byte[0]);
             }
             let head = String::from_utf8_lossy(&head).into_owned();
