@@ -431,25 +431,33 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         let oauth = cli.auth.authorizer(entry, &cli.cacerts).map_err(Failure::Usage)?;
         options.auth = Some(Arc::new(oauth));
     }
-    // The era of a stdio server is remembered between runs (`mcp discover` always probes).
-    let remembered = match &target {
-        Target::Stdio(command) if !cli.legacy => Some((eras::Eras::load(), eras::key(command))),
-        _ => None,
-    };
-    let use_memory = !cli.reprobe && !matches!(cli.command, Command::Discover);
-    if let Some((eras, key)) = remembered.as_ref().filter(|_| use_memory) {
-        options.known_era = eras.get(key);
+    // The era of a server is remembered between runs (`mcp discover` always probes).
+    let use_memory = !cli.legacy && !cli.reprobe && !matches!(cli.command, Command::Discover);
+    if use_memory {
+        options.known_era = eras::recall(&target);
     }
+    let remembered = options.known_era.is_some();
     let client = target.connect(options, early).await.map_err(|e| {
+        if remembered {
+            eras::forget(&target); // the next run probes afresh
+        }
         if e.is_auth_required() {
             Failure::AuthRequired(e.to_string())
         } else {
             Failure::Connect(format!("{e}"))
         }
     })?;
-    let result = execute(cli, &client).await;
-    if let (Some((mut eras, key)), Ok(era)) = (remembered, client.era().await) {
-        eras.remember(key, &era);
+    let mut result = execute(cli, &client).await;
+    match client.era().await {
+        Ok(era) if !cli.legacy => eras::record(&target, &era),
+        Ok(_) => {}
+        Err(e) => {
+            // A remembered era could not be confirmed: the server is not (or no longer) there.
+            eras::forget(&target);
+            if matches!(result, Err(Failure::Protocol(_))) {
+                result = Err(Failure::Connect(e.to_string()));
+            }
+        }
     }
     // The polite shutdown (stdin closed, the server's exit awaited) starts first, so the server
     // exits while the answer is printed.
@@ -693,6 +701,15 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         Command::Tools => Ok(json!({"tools": client.list_tools().await.map_err(protocol)?})),
         Command::Call { name, pairs, args, detach } => call(cli, client, name, pairs, args.as_deref(), *detach).await,
         Command::Task { action } => task(client, action).await,
+        Command::Resources | Command::Templates | Command::Prompts if !declared(client, &cli.command).await => {
+            let (key, capability) = match cli.command {
+                Command::Prompts => ("prompts", "prompts"),
+                Command::Templates => ("resourceTemplates", "resources"),
+                _ => ("resources", "resources"),
+            };
+            let note = format!("the server offers no {capability}: it did not declare the {capability} capability");
+            Ok(json!({key: [], "note": note}))
+        }
         Command::Resources => Ok(json!({"resources": client.list_resources().await.map_err(protocol)?})),
         Command::Templates => {
             Ok(json!({"resourceTemplates": client.list_resource_templates().await.map_err(protocol)?}))
@@ -713,6 +730,17 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
             let argument = CompletionArgument { name: argument.clone(), value: value.clone() };
             client.complete(reference, argument).await.map(|r| json!(r)).map_err(protocol)
         }
+    }
+}
+
+/// Whether the server declared the capability a listing command needs (the lifecycle: use only
+/// what was negotiated). A remembered modern era is confirmed first.
+async fn declared(client: &Client, command: &Command) -> bool {
+    let _ = client.era().await;
+    let capabilities = client.description().capabilities;
+    match command {
+        Command::Prompts => capabilities.prompts.is_some(),
+        _ => capabilities.resources.is_some(),
     }
 }
 
