@@ -564,6 +564,9 @@ fn typed<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ToolError> 
 /// Everything an upstream offers, each list asked only when its capability is declared.
 async fn list(upstream: &Upstream) -> Result<Listing, String> {
     let (_, client) = upstream.client()?;
+    // A remembered era is spoken at once while the server confirms it: its capabilities are
+    // known once it has.
+    client.era().await.map_err(|e| format!("upstream {:?}: {e}", upstream.key()))?;
     let capabilities = client.description().capabilities;
     let failed = |what: &str, e: mcp::Error| format!("upstream {:?}: listing its {what}: {e}", upstream.key());
     let mut listing = Listing::default();

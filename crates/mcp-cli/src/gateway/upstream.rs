@@ -410,10 +410,33 @@ impl Upstream {
         });
     }
 
+    /// Connects, speaking the era remembered for this server (one probe per server, not per
+    /// caller's child), and remembers the era it finds (forgotten when a connection with a
+    /// remembered one fails).
     async fn connect(self: &Arc<Self>) -> Result<Client, mcp::Error> {
+        let target = &self.config.target;
+        let remembered = crate::eras::recall(target);
+        let connected = self.connect_as(remembered.clone()).await;
+        match &connected {
+            Ok(client) => {
+                let (client, target) = (client.clone(), target.clone());
+                tokio::spawn(async move {
+                    if let Ok(era) = client.era().await {
+                        crate::eras::record(&target, &era);
+                    }
+                });
+            }
+            Err(_) if remembered.is_some() => crate::eras::forget(target),
+            Err(_) => {}
+        }
+        connected
+    }
+
+    async fn connect_as(self: &Arc<Self>, era: Option<mcp::client::KnownEra>) -> Result<Client, mcp::Error> {
         let mut options = self.connector.options.clone();
         options.handlers = self.handlers();
         options.on_notification = Some(self.notification_handler());
+        options.known_era = era;
         match &self.config.target {
             Target::Stdio(command) => {
                 let mut command = command.clone();
