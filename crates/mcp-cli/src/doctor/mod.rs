@@ -187,7 +187,34 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
         pin::check(path, tools, args.update_pin, &mut report);
     }
     client.close().await;
+    if let Target::Stdio(command) = &patient.target {
+        sandbox(command, &mut report);
+    }
     report
+}
+
+/// Whether the server ran sandboxed, and what its sandbox refused it while the doctor ran it.
+fn sandbox(command: &StdioCommand, report: &mut Report) {
+    let Some(confine) = &command.confine else {
+        report.find(
+            &rules::SANDBOX,
+            Level::Note,
+            None,
+            "the server runs unsandboxed, with your user's permissions: it can read ~/.ssh and the tokens mcp keeps, every project, and connect anywhere".into(),
+            "add \"sandbox\": true (or a policy) to its mcpServers entry, or run mcp --sandbox; mcp sandbox --learn -- CMD prints a starting policy from one run",
+        );
+        return;
+    };
+    report.pass(format!("sandboxed: {}", confine.0.describe()));
+    for refused in confine.0.refused() {
+        report.find(
+            &rules::SANDBOX_REFUSED,
+            Level::Warning,
+            None,
+            format!("the sandbox refused: {refused}"),
+            "if the server needs it, add it to the entry's \"sandbox\" (\"network\", \"read\", \"write\"); otherwise the server tried what it should not",
+        );
+    }
 }
 
 async fn connect(patient: &Patient) -> Result<Client, mcp::Error> {

@@ -1,0 +1,212 @@
+//! Starting a sandboxed process: the plan made, the ruleset and filters built, the environment
+//! replaced, the proxy started, and the child's steps added to the command.
+
+use std::any::Any;
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+
+use crate::cgroup::PidsCgroup;
+use crate::filter::{self, Options};
+use crate::kernel::{self, ChildSetup};
+use crate::plan::{Launch, Plan};
+use crate::policy::{Limits, Network};
+use crate::proxy::{self, Proxy};
+use crate::rules::{self, Support};
+use crate::Sandbox;
+
+/// What lives as long as the process: its private temporary directory (removed after it), the
+/// proxy, and the pipe a failing step reports on.
+#[derive(Debug)]
+pub struct Guard {
+    _proxy: Option<Proxy>,
+    _cgroup: Option<PidsCgroup>,
+    report: OwnedFd,
+    _tmp: PrivateTmp,
+}
+
+impl Guard {
+    /// What the child's failing step said (`step:errno`), if it said anything.
+    fn report(&self) -> Option<(String, i32)> {
+        let mut text = String::new();
+        std::fs::File::from(self.report.try_clone().ok()?).read_to_string(&mut text).ok();
+        let (step, errno) = text.rsplit_once(':')?;
+        Some((step.to_owned(), errno.parse().ok()?))
+    }
+}
+
+/// A directory of its own under the system's temporary directory, mode 0700, removed on drop.
+#[derive(Debug)]
+struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    fn create() -> io::Result<PrivateTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
+        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::env::temp_dir().join(format!("mcp-sandbox-{name}"));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(PrivateTmp(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn refusal(text: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, text)
+}
+
+/// Prepares `command` to start inside `sandbox`.
+pub fn prepare(sandbox: &Sandbox, command: &mut Command) -> io::Result<Box<dyn Any + Send + Sync>> {
+    Ok(Box::new(guarded(sandbox, command, false)?))
+}
+
+fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> io::Result<Guard> {
+    let policy = &sandbox.policy;
+    let support = Support::current();
+    let missing = rules::missing(policy, support);
+    if !missing.is_empty() {
+        if !policy.best_effort {
+            return Err(refusal(format!(
+                "sandbox of {}: this kernel cannot enforce {}. Set \"bestEffort\": true in its \"sandbox\" (or pass --best-effort) to run it with less",
+                sandbox.name,
+                missing.join("; ")
+            )));
+        }
+        for part in &missing {
+            eprintln!("mcp sandbox: {}: bestEffort: running without {part}", sandbox.name);
+        }
+    }
+    let launch = launch_of(command);
+    let tmp = PrivateTmp::create()?;
+    let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
+    let ruleset = match support.abi {
+        0 => None,
+        _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
+    };
+    let options = Options {
+        refuse_unix_sockets: !support.unix_sockets(),
+        refuse_datagrams: policy.network != Network::Any,
+    };
+    let filters = programs(options).map_err(io::Error::other)?;
+    command.env_clear();
+    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    let (uid, gid) = kernel::ids();
+    let user_maps = Some((format!("{uid} {uid} 1").into_bytes(), format!("{gid} {gid} 1").into_bytes()));
+    let (proxy, proxy_socket) = match &policy.network {
+        Network::Allow(hosts) => {
+            let (ours, theirs) = kernel::socket_pair()?;
+            let rules = proxy::Rules {
+                hosts: hosts.clone(),
+                hosts_file: sandbox.hosts_file.clone(),
+                journal: sandbox.journal(),
+                server: sandbox.name.clone(),
+            };
+            (Some(proxy::start(ours, rules)?), Some(theirs))
+        }
+        _ => (None, None),
+    };
+    let cgroup = match policy.limits.processes {
+        Some(max) if kernel::is_root() => match PidsCgroup::create(max) {
+            Ok(cgroup) => Some(cgroup),
+            Err(e) if policy.best_effort => {
+                eprintln!("mcp sandbox: {}: bestEffort: running without a process limit ({e})", sandbox.name);
+                None
+            }
+            Err(e) => return Err(refusal(format!(
+                "sandbox of {}: the process limit: the kernel exempts root from RLIMIT_NPROC and no pids cgroup could be made ({e}). Set \"limits\": {{\"processes\": null}} or \"bestEffort\": true to run it without one",
+                sandbox.name
+            ))),
+        },
+        _ => None,
+    };
+    let (report, report_write) = kernel::report_pipe()?;
+    let setup = ChildSetup {
+        user_maps,
+        userns_optional: policy.best_effort,
+        proxy_socket,
+        limits: limits(&policy.limits),
+        ruleset,
+        filters,
+        report: report_write,
+        die_with_parent,
+        cgroup_procs: cgroup.as_ref().map(|c| c.procs.clone()),
+    };
+    kernel::install(command, setup);
+    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp })
+}
+
+/// Says which step failed when a sandboxed process could not start.
+pub fn explain(kept: &(dyn Any + Send + Sync), error: io::Error) -> io::Error {
+    match kept.downcast_ref::<Guard>().and_then(Guard::report) {
+        Some((step, errno)) => {
+            let cause = io::Error::from_raw_os_error(errno);
+            let hint = match step.as_str() {
+                "user namespace" => ": this system refuses unprivileged user namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces, or AppArmor's restriction); set \"bestEffort\": true to run without one (then no process limit and no network list)",
+                _ => "",
+            };
+            io::Error::new(error.kind(), format!("sandbox: {step} failed: {cause}{hint}"))
+        }
+        None => error,
+    }
+}
+
+/// The seccomp filters for `options`, compiled once per process.
+fn programs(options: Options) -> Result<Vec<seccompiler::BpfProgram>, String> {
+    static CACHE: [OnceLock<Result<Vec<seccompiler::BpfProgram>, String>>; 4] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let index = usize::from(options.refuse_unix_sockets) * 2 + usize::from(options.refuse_datagrams);
+    CACHE[index].get_or_init(|| filter::programs(options)).clone()
+}
+
+fn limits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, u64)> {
+    let mib = |n: u64| n.saturating_mul(1 << 20);
+    let mut out = vec![(libc::RLIMIT_CORE, 0)];
+    let pairs = [
+        (libc::RLIMIT_DATA, limits.memory_mib.map(mib)),
+        (libc::RLIMIT_NPROC, limits.processes),
+        (libc::RLIMIT_NOFILE, limits.open_files),
+        (libc::RLIMIT_CPU, limits.cpu_seconds),
+        (libc::RLIMIT_FSIZE, limits.file_size_mib.map(mib)),
+    ];
+    out.extend(pairs.into_iter().filter_map(|(r, v)| Some((r, v?))));
+    out
+}
+
+/// The command as it will start.
+fn launch_of(command: &Command) -> Launch {
+    Launch {
+        program: command.get_program().to_owned(),
+        args: command.get_args().map(OsStr::to_owned).collect(),
+        cwd: command.get_current_dir().map(Path::to_owned),
+        env: command.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect(),
+    }
+}
+
+/// `mcp sandbox -- PROGRAM ARGS`: runs the program in the sandbox with this process's stdin,
+/// stdout and stderr, waits for it (serving its proxy meanwhile), and returns how it ended.
+pub fn run(sandbox: &Sandbox, program: &OsStr, args: &[OsString]) -> io::Result<ExitStatus> {
+    let mut command = Command::new(program);
+    command.args(args);
+    let guard = guarded(sandbox, &mut command, true)?;
+    let mut child = command.spawn().map_err(|e| {
+        let e = explain(&guard, e);
+        io::Error::new(e.kind(), format!("cannot start {}: {e}", program.to_string_lossy()))
+    })?;
+    let status = child.wait()?;
+    drop(guard);
+    Ok(status)
+}
