@@ -900,7 +900,7 @@ fn main() -> ExitCode {
     if roots.is_empty() && matches!(cli.command, Command::Chat(_)) {
         roots.extend(std::env::current_dir()); // what chat offers as its root
     }
-    sandbox::set_defaults(cli.sandbox, roots);
+    sandbox::set_defaults(cli.sandbox, roots, matches!(cli.command, Command::Doctor(_)));
     if let Command::Sandbox(args) = &cli.command {
         drop(early);
         return match sandbox::run(args, &cli.server_command) {

@@ -17,18 +17,25 @@ use serde_json::Value;
 struct Defaults {
     sandbox: bool,
     roots: Vec<PathBuf>,
+    /// What sandboxed servers open and connect to is watched (`mcp doctor` reports refusals).
+    watch: bool,
 }
 
 static DEFAULTS: OnceLock<Defaults> = OnceLock::new();
 
-/// Records `--sandbox` and the roots (call once, before any server is started).
-pub fn set_defaults(sandbox: bool, roots: Vec<PathBuf>) {
+/// Records `--sandbox`, the roots, and whether sandboxes are watched (call once, before any
+/// server is started).
+pub fn set_defaults(sandbox: bool, roots: Vec<PathBuf>, watch: bool) {
     let roots = roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).collect();
-    let _ = DEFAULTS.set(Defaults { sandbox, roots });
+    let _ = DEFAULTS.set(Defaults { sandbox, roots, watch });
 }
 
 fn defaults() -> (bool, Vec<PathBuf>) {
     DEFAULTS.get().map(|d| (d.sandbox, d.roots.clone())).unwrap_or_default()
+}
+
+fn watching() -> bool {
+    DEFAULTS.get().is_some_and(|d| d.watch)
 }
 
 /// The policy of an `mcpServers` entry: its `"sandbox"` key (`${VAR}` expanded, paths relative
@@ -49,7 +56,10 @@ pub fn policy_from_entry(entry: &Value) -> Result<Option<Policy>, String> {
 /// Confines `command` to `policy` (named `name` in messages), with the roots of the command line.
 pub fn confine(command: &mut StdioCommand, name: &str, policy: Option<Policy>) {
     if let Some(policy) = policy {
-        let sandbox = Sandbox::new(policy).roots(defaults().1).named(name);
+        let mut sandbox = Sandbox::new(policy).roots(defaults().1).named(name);
+        if watching() {
+            sandbox = sandbox.watched();
+        }
         command.confine = Some(sandbox.into_confinement());
     }
 }
@@ -103,6 +113,11 @@ pub struct SandboxArgs {
     /// missing on stderr.
     #[arg(long)]
     pub best_effort: bool,
+    /// Learn instead of refusing: run it once with the file system open and every host reached
+    /// through the proxy, watching what it opens and connects to, and print on stderr at its
+    /// exit a starting policy of what it used beyond the default (never applied by itself).
+    #[arg(long)]
+    pub learn: bool,
 }
 
 impl SandboxArgs {
@@ -144,11 +159,24 @@ pub fn run(args: &SandboxArgs, command: &[String]) -> Result<u8, String> {
     };
     let policy = args.policy()?;
     let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let sandbox = Sandbox::new(policy).roots(defaults().1).named(name);
+    let mut sandbox = Sandbox::new(policy).roots(defaults().1).named(name);
+    if args.learn {
+        sandbox = sandbox.learning();
+    }
     let rest: Vec<OsString> = rest.iter().map(OsString::from).collect();
     match mcp_sandbox::run(&sandbox, program.as_ref(), &rest) {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
+            if args.learn {
+                let (policy, notes) = sandbox.learned();
+                eprintln!(
+                    "mcp sandbox --learn: what {program} used beyond the default, as a starting policy for its mcpServers entry (review it: it is not applied):\n{}",
+                    serde_json::to_string_pretty(&policy).unwrap_or_default()
+                );
+                for note in notes {
+                    eprintln!("note: {note}");
+                }
+            }
             Ok(status.code().map(|c| c as u8).or(status.signal().map(|s| 128 + s as u8)).unwrap_or(1))
         }
         Err(e) => {

@@ -60,7 +60,9 @@ fn pids_hierarchy() -> Option<PathBuf> {
         let mut fields = right.split(' ');
         let (kind, options) = (fields.next()?, fields.nth(1).unwrap_or(""));
         let own_path = match kind {
-            "cgroup" if options.split(',').any(|o| o == "pids") => own_cgroup(&ours, |c| c.split(',').any(|c| c == "pids")),
+            "cgroup" if options.split(',').any(|o| o == "pids") => {
+                own_cgroup(&ours, |c| c.split(',').any(|c| c == "pids"))
+            }
             "cgroup2" => own_cgroup(&ours, str::is_empty).filter(|p| v2_has_pids(Path::new(mount_point), p)),
             _ => None,
         };
@@ -83,8 +85,8 @@ fn own_cgroup(text: &str, which: impl Fn(&str) -> bool) -> Option<String> {
 /// A v2 cgroup whose children get the `pids` controller.
 fn v2_has_pids(mount: &Path, path: &str) -> bool {
     let dir = mount.join(path.trim_start_matches('/'));
-    let has = |file: &str| {
-        std::fs::read_to_string(dir.join(file)).is_ok_and(|t| t.split_whitespace().any(|c| c == "pids"))
-    };
-    has("cgroup.subtree_control") || (has("cgroup.controllers") && std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok())
+    let has =
+        |file: &str| std::fs::read_to_string(dir.join(file)).is_ok_and(|t| t.split_whitespace().any(|c| c == "pids"));
+    has("cgroup.subtree_control")
+        || (has("cgroup.controllers") && std::fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok())
 }

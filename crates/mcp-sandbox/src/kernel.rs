@@ -40,7 +40,15 @@ pub struct ChildSetup {
     pub die_with_parent: bool,
     /// `cgroup.procs` of the cgroup it moves into first (the process limit for root).
     pub cgroup_procs: Option<std::ffi::CString>,
+    /// Watched: a filter sending its file and network calls to the parent, whose listener goes
+    /// over this socket (`mcp sandbox --learn`, `mcp doctor`).
+    pub observer: Option<(OwnedFd, Vec<libc::sock_filter>)>,
 }
+
+// SAFETY: sock_filter is plain data; the program is only read.
+unsafe impl Send for ChildSetup {}
+// SAFETY: as above.
+unsafe impl Sync for ChildSetup {}
 
 /// Adds the setup to `command` as its `pre_exec` hook.
 pub fn install(command: &mut Command, mut setup: ChildSetup) {
@@ -121,7 +129,82 @@ fn confine(setup: &mut ChildSetup) -> Step {
     for filter in &setup.filters {
         seccompiler::apply_filter(filter).map_err(|_| ("seccomp", errno()))?;
     }
+    if let Some((socket, program)) = &setup.observer {
+        let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };
+        // SAFETY: seccomp with a program that outlives the call; the result is a new descriptor.
+        let listener = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &prog,
+            )
+        };
+        check(listener >= 0, "seccomp (observer)")?;
+        send_fd(socket.as_raw_fd(), listener as RawFd)?;
+        // SAFETY: our own descriptor, sent already.
+        unsafe { libc::close(listener as RawFd) };
+    }
     Ok(())
+}
+
+/// A BPF program that sends `syscalls` to the listener and allows everything else.
+pub fn observer_program(syscalls: &[libc::c_long]) -> Vec<libc::sock_filter> {
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter { code: code as u16, jt, jf, k };
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e; // AUDIT_ARCH_X86_64
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7; // AUDIT_ARCH_AARCH64
+    let (load, jeq, ret) = (
+        libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
+        libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+        libc::BPF_RET | libc::BPF_K,
+    );
+    let n = syscalls.len() as u8;
+    let mut program =
+        vec![op(load, 0, 0, 4), op(jeq, 1, 0, ARCH), op(ret, 0, 0, libc::SECCOMP_RET_ALLOW), op(load, 0, 0, 0)];
+    for (i, nr) in syscalls.iter().enumerate() {
+        program.push(op(jeq, n - i as u8, 0, *nr as u32)); // to the notify at the end
+    }
+    program.push(op(ret, 0, 0, libc::SECCOMP_RET_ALLOW));
+    program.push(op(ret, 0, 0, libc::SECCOMP_RET_USER_NOTIF));
+    program
+}
+
+/// One watched call.
+#[derive(Debug, Clone, Copy)]
+pub struct Notification {
+    /// Its id, for [`notification_continue`].
+    pub id: u64,
+    /// The calling process.
+    pub pid: u32,
+    /// The syscall.
+    pub nr: i32,
+    /// Its arguments.
+    pub args: [u64; 6],
+}
+
+/// Waits for the next watched call.
+pub fn notification_receive(listener: RawFd) -> io::Result<Notification> {
+    // SAFETY: the ioctl fills a zeroed seccomp_notif of the size the kernel expects.
+    unsafe {
+        let mut notif: libc::seccomp_notif = std::mem::zeroed();
+        if libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Notification { id: notif.id, pid: notif.pid, nr: notif.data.nr, args: notif.data.args })
+    }
+}
+
+/// Lets the watched call go on as if never stopped (the kernel, Landlock included, decides).
+pub fn notification_continue(listener: RawFd, id: u64) {
+    // SAFETY: the ioctl reads a seccomp_notif_resp built here.
+    unsafe {
+        let mut response: libc::seccomp_notif_resp = std::mem::zeroed();
+        response.id = id;
+        response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
+        libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response);
+    }
 }
 
 fn write_file(path: &CStr, bytes: &[u8], step: &'static str) -> Step {
@@ -261,7 +344,7 @@ fn drop_capabilities() -> Step {
         for cap in 0..64 {
             if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
                 match errno() {
-                    libc::EINVAL => break, // past the last capability this kernel knows
+                    libc::EINVAL => break,                        // past the last capability this kernel knows
                     libc::EPERM if libc::geteuid() != 0 => break, // nothing to drop: no CAP_SETPCAP
                     e => return Err(("capabilities", e)),
                 }
@@ -330,7 +413,12 @@ pub fn landlock_abi() -> i32 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
     let version = unsafe {
-        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
     version.max(0) as i32
 }

@@ -27,6 +27,10 @@ mod filter;
 pub mod journal;
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+pub mod learn;
+#[cfg(target_os = "linux")]
+pub mod observe;
 pub mod plan;
 pub mod policy;
 #[cfg(target_os = "linux")]
@@ -59,7 +63,16 @@ pub struct Sandbox {
     pub hosts_file: Option<PathBuf>,
     /// The server, as messages name it.
     pub name: String,
+    /// What its processes open and connect to is watched (`mcp doctor`, `--learn`).
+    pub watch: bool,
+    /// Learning: nothing of the file system is refused and every host is reached through the
+    /// proxy, so that one run shows what the server uses (`mcp sandbox --learn`).
+    pub learning: bool,
     journal: Journal,
+    #[cfg(target_os = "linux")]
+    seen: observe::Record,
+    /// The plan of the last process started, which what was seen is checked against.
+    last_plan: Arc<std::sync::Mutex<Option<Plan>>>,
 }
 
 impl Sandbox {
@@ -70,8 +83,49 @@ impl Sandbox {
             roots: Vec::new(),
             hosts_file: std::env::var_os("MCP_SANDBOX_HOSTS").map(PathBuf::from),
             name: "server".into(),
+            watch: false,
+            learning: false,
             journal: Journal::default(),
+            #[cfg(target_os = "linux")]
+            seen: Default::default(),
+            last_plan: Default::default(),
         }
+    }
+
+    /// Watches what its processes open and connect to (see [`Sandbox::refused`]).
+    pub fn watched(mut self) -> Sandbox {
+        self.watch = true;
+        self
+    }
+
+    /// Runs it to learn what it uses: watched, nothing of the file system refused, every host
+    /// reached (through the proxy, which notes the names).
+    pub fn learning(mut self) -> Sandbox {
+        self.watch = true;
+        self.learning = true;
+        self
+    }
+
+    /// What it was refused so far, one line each (`read /root/.ssh/id_ed25519`, `connect
+    /// evil.example:443`): connections the proxy refused, and, when watched, the paths it opened
+    /// that its plan does not grant.
+    pub fn refused(&self) -> Vec<String> {
+        let mut lines: Vec<String> =
+            self.journal.refused().iter().map(|e| format!("{} {}", e.kind, e.target)).collect();
+        #[cfg(target_os = "linux")]
+        if let Some(plan) = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            lines.extend(learn::refused(plan, &seen));
+        }
+        lines
+    }
+
+    /// What a learning run saw, as a starting policy (`{"sandbox": {...}}`) and notes.
+    #[cfg(target_os = "linux")]
+    pub fn learned(&self) -> (serde_json::Value, Vec<String>) {
+        let plan = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        learn::policy(&plan, &seen, &self.journal)
     }
 
     /// Sets the roots.
@@ -141,7 +195,7 @@ impl Confine for Sandbox {
     }
 
     fn refused(&self) -> Vec<String> {
-        self.journal.refused().iter().map(|e| format!("{} {}", e.kind, e.target)).collect()
+        Sandbox::refused(self)
     }
 
     fn explain(&self, kept: &(dyn Any + Send + Sync), error: std::io::Error) -> std::io::Error {

@@ -165,7 +165,9 @@ fn argument_path(arg: &OsStr, cwd: &Path) -> Option<PathBuf> {
 
 fn is_interpreter(program: &OsStr) -> bool {
     let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    INTERPRETERS.iter().any(|i| name == *i || (name.starts_with(i) && name[i.len()..].chars().all(|c| c.is_ascii_digit() || c == '.')))
+    INTERPRETERS
+        .iter()
+        .any(|i| name == *i || (name.starts_with(i) && name[i.len()..].chars().all(|c| c.is_ascii_digit() || c == '.')))
 }
 
 /// Where `program` is: a path as given (relative to `cwd`), else the first match on `PATH`.
@@ -228,7 +230,12 @@ fn python_config() -> Vec<PathBuf> {
 /// The environment: ours, only the variables every program needs and those the policy names
 /// (so no token, key or secret of ours passes unless named), then the explicit ones, then the
 /// private temporary directory and the proxy.
-fn environment(policy: &Policy, launch: &Launch, tmp: &Path, ours: &[(OsString, OsString)]) -> Vec<(OsString, OsString)> {
+fn environment(
+    policy: &Policy,
+    launch: &Launch,
+    tmp: &Path,
+    ours: &[(OsString, OsString)],
+) -> Vec<(OsString, OsString)> {
     let passes = |name: &OsStr| {
         let name = name.to_string_lossy();
         BASE_ENV.iter().any(|p| glob(p, &name)) || policy.env.iter().any(|p| glob(p, &name))
@@ -295,11 +302,17 @@ mod tests {
 
     #[test]
     fn the_environment_keeps_only_what_is_named() {
-        let ours: Vec<(OsString, OsString)> = [("PATH", "/usr/bin"), ("GITHUB_TOKEN", "t"), ("MCP_AUTH_FILE", "f"),
-            ("AWS_SECRET_ACCESS_KEY", "k"), ("LC_ALL", "C"), ("NODE_OPTIONS", "x")]
-            .iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
+        let ours: Vec<(OsString, OsString)> = [
+            ("PATH", "/usr/bin"),
+            ("GITHUB_TOKEN", "t"),
+            ("MCP_AUTH_FILE", "f"),
+            ("AWS_SECRET_ACCESS_KEY", "k"),
+            ("LC_ALL", "C"),
+            ("NODE_OPTIONS", "x"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
         let mut policy = Policy::strict();
         policy.env = vec!["NODE_*".into()];
         let launch = Launch { env: vec![("EXPLICIT".into(), "1".into())], ..Launch::default() };

@@ -61,9 +61,11 @@ impl HostPattern {
     pub fn matches(&self, host: &str, port: u16) -> bool {
         let host = host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
         let name_ok = match self.host.strip_prefix("*.") {
-            Some(domain) => host.len() > domain.len() + 1 && host.ends_with(domain) && {
-                host.as_bytes()[host.len() - domain.len() - 1] == b'.'
-            },
+            Some(domain) => {
+                host.len() > domain.len() + 1 && host.ends_with(domain) && {
+                    host.as_bytes()[host.len() - domain.len() - 1] == b'.'
+                }
+            }
             None => host == self.host,
         };
         name_ok && self.port.is_none_or(|p| p == port)
@@ -267,7 +269,13 @@ fn limits_from(value: &Value) -> Result<Limits, String> {
         match object.get(key) {
             None => {}
             Some(Value::Null) => *slot = None,
-            Some(v) => *slot = Some(v.as_u64().filter(|n| *n > 0).ok_or(format!("limits.{key} must be a positive whole number or null, not {v}"))?),
+            Some(v) => {
+                *slot = Some(
+                    v.as_u64()
+                        .filter(|n| *n > 0)
+                        .ok_or(format!("limits.{key} must be a positive whole number or null, not {v}"))?,
+                )
+            }
         }
     }
     Ok(limits)

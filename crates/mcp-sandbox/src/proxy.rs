@@ -32,6 +32,8 @@ pub struct Rules {
     pub journal: Journal,
     /// The server, as refusals name it.
     pub server: String,
+    /// Every host is allowed and noted (learning what the server reaches).
+    pub allow_all: bool,
 }
 
 /// A running proxy; dropped, it stops accepting.
@@ -85,7 +87,7 @@ fn serve(mut client: TcpStream, rules: &Rules) {
         return;
     };
     let target = format!("{}:{}", request.host, request.port);
-    if !rules.hosts.iter().any(|h| h.matches(&request.host, request.port)) {
+    if !rules.allow_all && !rules.hosts.iter().any(|h| h.matches(&request.host, request.port)) {
         eprintln!("mcp sandbox: {}: refused a connection to {target} (not in its \"network\" list)", rules.server);
         rules.journal.record("connect", &target, false);
         let body = format!("mcp sandbox: {target} is not in this server's \"network\" list\n");
@@ -96,7 +98,7 @@ fn serve(mut client: TcpStream, rules: &Rules) {
         );
         return;
     }
-    rules.journal.record("connect", &target, true);
+    rules.journal.record("connect", &request.host, true);
     let upstream = match connect(&request.host, request.port, rules.hosts_file.as_deref()) {
         Ok(upstream) => upstream,
         Err(e) => {
@@ -257,10 +259,18 @@ mod tests {
         assert!(r.connect && r.host == "api.github.com" && r.port == 443);
         let r = Request::parse(b"GET http://Example.com:8080/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
         assert!(!r.connect && r.host == "example.com" && r.port == 8080);
-        assert_eq!(r.origin_form_head(b"GET http://Example.com:8080/a?b HTTP/1.1\r\nHost: e\r\n\r\n"), b"GET /a?b HTTP/1.1\r\nHost: e\r\n\r\n");
+        assert_eq!(
+            r.origin_form_head(b"GET http://Example.com:8080/a?b HTTP/1.1\r\nHost: e\r\n\r\n"),
+            b"GET /a?b HTTP/1.1\r\nHost: e\r\n\r\n"
+        );
         let r = Request::parse(b"GET http://[::1]/ HTTP/1.1\r\n\r\n").unwrap();
         assert!(r.host == "::1" && r.port == 80);
-        for bad in [&b"CONNECT host HTTP/1.1\r\n\r\n"[..], b"GET /relative HTTP/1.1\r\n\r\n", b"CONNECT u@h:1 HTTP/1.1\r\n\r\n", b"CONNECT h:0 HTTP/1.1\r\n\r\n"] {
+        for bad in [
+            &b"CONNECT host HTTP/1.1\r\n\r\n"[..],
+            b"GET /relative HTTP/1.1\r\n\r\n",
+            b"CONNECT u@h:1 HTTP/1.1\r\n\r\n",
+            b"CONNECT h:0 HTTP/1.1\r\n\r\n",
+        ] {
             assert_eq!(Request::parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
     }

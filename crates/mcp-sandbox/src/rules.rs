@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 
 use crate::plan::{Plan, PROXY_PORT};
@@ -89,7 +89,8 @@ pub fn ruleset(policy: &Policy, plan: &Plan, support: Support) -> Result<Ruleset
     let abi = support.abi();
     let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
     let fail = |e: landlock::RulesetError| format!("Landlock: {e}");
-    let mut ruleset = Ruleset::default().set_compatibility(level).handle_access(AccessFs::from_all(abi)).map_err(fail)?;
+    let mut ruleset =
+        Ruleset::default().set_compatibility(level).handle_access(AccessFs::from_all(abi)).map_err(fail)?;
     if policy.network != Network::Any && support.tcp() {
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(fail)?;
     }

@@ -74,7 +74,14 @@ pub fn prepare(sandbox: &Sandbox, command: &mut Command) -> io::Result<Box<dyn A
 }
 
 fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> io::Result<Guard> {
-    let policy = &sandbox.policy;
+    let learning_policy;
+    let policy = if sandbox.learning {
+        // Every host, through the proxy that notes its name.
+        learning_policy = crate::Policy { network: Network::Allow(Vec::new()), ..sandbox.policy.clone() };
+        &learning_policy
+    } else {
+        &sandbox.policy
+    };
     let support = Support::current();
     let missing = rules::missing(policy, support);
     if !missing.is_empty() {
@@ -95,12 +102,20 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
     let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
     let ruleset = match support.abi {
         0 => None,
+        _ if sandbox.learning => None,
         _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
     };
-    let options = Options {
-        refuse_unix_sockets: !support.unix_sockets(),
-        refuse_datagrams: policy.network != Network::Any,
+    *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
+    let observer = match sandbox.watch {
+        true => {
+            let (ours, theirs) = kernel::socket_pair()?;
+            crate::observe::start(ours, sandbox.seen.clone())?;
+            Some((theirs, kernel::observer_program(&crate::observe::WATCHED)))
+        }
+        false => None,
     };
+    let options =
+        Options { refuse_unix_sockets: !support.unix_sockets(), refuse_datagrams: policy.network != Network::Any };
     let filters = programs(options).map_err(io::Error::other)?;
     command.env_clear();
     command.envs(plan.env.iter().map(|(k, v)| (k, v)));
@@ -114,6 +129,7 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
                 hosts_file: sandbox.hosts_file.clone(),
                 journal: sandbox.journal(),
                 server: sandbox.name.clone(),
+                allow_all: sandbox.learning,
             };
             (Some(proxy::start(ours, rules)?), Some(theirs))
         }
@@ -144,6 +160,7 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         report: report_write,
         die_with_parent,
         cgroup_procs: cgroup.as_ref().map(|c| c.procs.clone()),
+        observer,
     };
     kernel::install(command, setup);
     Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp })

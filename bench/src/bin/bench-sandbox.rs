@@ -1,0 +1,111 @@
+//! `bench-sandbox`: what the kernel sandbox of `mcp-stack-sandbox` costs a stdio server, in the
+//! same run: paypedia's spawn to `initialize` answered, plain and inside the strict default policy
+//! (Landlock, seccomp, a user namespace, limits; started the way the client starts it, the policy
+//! applied between fork and exec), alternating; then the latency of `tools/call` inside each.
+//!
+//! `cargo build --profile dist -p paypedia && cargo build --profile dist -p mcp-bench && target/dist/bench-sandbox`
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp::client::Confine;
+use mcp_bench::{median, report, sibling_binary, StdioProcess};
+use mcp_sandbox::{Policy, Sandbox};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const CHECK: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"iban_check","arguments":{"input":"FR7630006000011234567890189"}}}"#;
+
+/// Starts `path`, inside `sandbox` if given; what the sandbox keeps lives as long as the process.
+fn start(path: &Path, sandbox: Option<&Sandbox>) -> (StdioProcess, Option<Box<dyn std::any::Any + Send + Sync>>) {
+    let mut command = Command::new(path);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let kept = sandbox.map(|s| s.prepare(&mut command).expect("the sandbox applies on this kernel"));
+    let mut child = command.spawn().expect("spawn");
+    let stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    (StdioProcess { child, stdin, stdout }, kept)
+}
+
+/// Spawn to the `initialize` answer.
+fn to_initialize(path: &Path, sandbox: Option<&Sandbox>) -> Duration {
+    let started = Instant::now();
+    let (mut p, kept) = start(path, sandbox);
+    p.send(INIT);
+    let answer = p.recv();
+    let took = started.elapsed();
+    assert!(answer.contains("\"id\":0") && answer.contains("protocolVersion"), "{answer}");
+    p.finish();
+    drop(kept);
+    took
+}
+
+/// Median `tools/call` round trip over `calls` sequential calls on one process.
+fn call_latency(path: &Path, sandbox: Option<&Sandbox>, calls: usize) -> Duration {
+    let (mut p, kept) = start(path, sandbox);
+    p.send(INIT);
+    p.recv();
+    p.send(INITIALIZED);
+    let samples = (0..calls)
+        .map(|_| {
+            let started = Instant::now();
+            p.send(CHECK);
+            let answer = p.recv();
+            assert!(answer.contains("VALID"), "{answer}");
+            started.elapsed()
+        })
+        .collect();
+    p.finish();
+    drop(kept);
+    median(samples)
+}
+
+fn main() {
+    let no_fail = std::env::args().any(|a| a == "--no-fail");
+    let paypedia = sibling_binary("paypedia");
+    let sandbox = Sandbox::new(Policy::strict()).named("paypedia");
+    println!("Landlock ABI {}; policy: {}", mcp_sandbox::landlock_abi(), sandbox.policy.summary());
+    let (mut plain, mut boxed) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        to_initialize(&paypedia, None);
+        to_initialize(&paypedia, Some(&sandbox));
+    }
+    for _ in 0..60 {
+        plain.push(to_initialize(&paypedia, None));
+        boxed.push(to_initialize(&paypedia, Some(&sandbox)));
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let (plain, boxed) = (median(plain), median(boxed));
+    let ratio = boxed.as_secs_f64() / plain.as_secs_f64();
+    let start_ok = ratio < 1.2;
+    report(
+        "paypedia spawn to initialize, sandboxed (us)",
+        us(boxed),
+        us(plain),
+        "us",
+        ratio,
+        "< 1.20 x plain",
+        start_ok,
+    );
+    let (mut plain_calls, mut boxed_calls) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        plain_calls.push(call_latency(&paypedia, None, 400));
+        boxed_calls.push(call_latency(&paypedia, Some(&sandbox), 400));
+    }
+    let (plain_call, boxed_call) = (median(plain_calls), median(boxed_calls));
+    let call_ratio = boxed_call.as_secs_f64() / plain_call.as_secs_f64();
+    let call_ok = call_ratio < 1.1;
+    report(
+        "tools/call iban_check p50, sandboxed (us)",
+        us(boxed_call),
+        us(plain_call),
+        "us",
+        call_ratio,
+        "< 1.10 x plain",
+        call_ok,
+    );
+    if !(start_ok && call_ok) && !no_fail {
+        std::process::exit(1);
+    }
+}
