@@ -45,10 +45,6 @@ pub struct ChildSetup {
     pub observer: Option<(OwnedFd, Vec<libc::sock_filter>)>,
 }
 
-// SAFETY: sock_filter is plain data; the program is only read.
-unsafe impl Send for ChildSetup {}
-// SAFETY: as above.
-unsafe impl Sync for ChildSetup {}
 
 /// Adds the setup to `command` as its `pre_exec` hook.
 pub fn install(command: &mut Command, mut setup: ChildSetup) {
@@ -189,7 +185,7 @@ pub fn notification_receive(listener: RawFd) -> io::Result<Notification> {
     // SAFETY: the ioctl fills a zeroed seccomp_notif of the size the kernel expects.
     unsafe {
         let mut notif: libc::seccomp_notif = std::mem::zeroed();
-        if libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif) != 0 {
+        if libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut notif as *mut libc::seccomp_notif) != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(Notification { id: notif.id, pid: notif.pid, nr: notif.data.nr, args: notif.data.args })
@@ -203,7 +199,7 @@ pub fn notification_continue(listener: RawFd, id: u64) {
         let mut response: libc::seccomp_notif_resp = std::mem::zeroed();
         response.id = id;
         response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
-        libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response);
+        libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response as *mut libc::seccomp_notif_resp);
     }
 }
 
