@@ -66,10 +66,15 @@ fn is_proxy(address: &str) -> bool {
     address == format!("127.0.0.1:{PROXY_PORT}")
 }
 
-/// A directory to grant for `path`: itself if a directory, else its own; under the home
-/// directory, the first level below it (`~/.npm`, not a cache file deep inside).
+/// Directories whose files are granted one by one (granting `/etc` would grant `/etc/shadow`).
+const ONE_BY_ONE: [&str; 4] = ["/etc", "/proc", "/sys", "/dev"];
+
+/// What to grant for `path`: a directory itself, a file's directory (the file itself under
+/// `/etc`, `/proc`, `/sys` and `/dev`); under the home directory, the first level below it
+/// (`~/.npm`, not a cache file deep inside).
 fn grant_for(path: &Path, home: Option<&Path>) -> PathBuf {
-    let dir = if path.is_dir() { path.to_owned() } else { path.parent().unwrap_or(path).to_owned() };
+    let system = ONE_BY_ONE.iter().any(|d| path.starts_with(d));
+    let dir = if path.is_dir() || system { path.to_owned() } else { path.parent().unwrap_or(path).to_owned() };
     if let Some(home) = home {
         if let Ok(rest) = dir.strip_prefix(home) {
             if let Some(first) = rest.components().next() {

@@ -13,7 +13,7 @@ use crate::policy::{absolute, Network, Policy};
 const SYSTEM_EXEC: [&str; 7] = ["/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
 /// What programs read of the rest of the system: the loader's cache, time zones, certificates,
 /// name resolution, the user database (never `/etc/shadow`), the kernel's view of the machine.
-const SYSTEM_READ: [&str; 24] = [
+const SYSTEM_READ: [&str; 25] = [
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -32,6 +32,7 @@ const SYSTEM_READ: [&str; 24] = [
     "/etc/group",
     "/etc/os-release",
     "/etc/mime.types",
+    "/etc/locale.alias",
     "/etc/alternatives",
     "/proc",
     "/sys/devices/system/cpu",

@@ -124,3 +124,29 @@ pub fn ruleset(policy: &Policy, plan: &Plan, support: Support) -> Result<Ruleset
     }
     Ok(created)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_kernel_names_what_it_cannot_enforce_and_how_to_loosen_it() {
+        let strict = Policy::strict();
+        assert!(missing(&strict, Support { abi: 7 }).is_empty());
+        let v3 = missing(&strict, Support { abi: 3 });
+        assert!(v3.iter().any(|m| m.contains("closing TCP") && m.contains("\"network\": true")), "{v3:?}");
+        assert!(v3.iter().any(|m| m.contains("signals")), "{v3:?}");
+        let open = Policy { network: Network::Any, ..Policy::strict() };
+        assert!(!missing(&open, Support { abi: 3 }).iter().any(|m| m.contains("TCP")));
+        let none = missing(&strict, Support { abi: 0 });
+        assert_eq!(none.len(), 1);
+        assert!(none[0].contains("Landlock is not available"), "{none:?}");
+    }
+
+    #[test]
+    fn this_kernel_builds_the_ruleset_of_the_default() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = Plan::new(&Policy::strict(), &Default::default(), &[], tmp.path(), &[]);
+        assert!(ruleset(&Policy::strict(), &plan, Support::current()).is_ok());
+    }
+}
