@@ -230,8 +230,7 @@ fn the_doctor_says_whether_a_server_is_sandboxed_and_what_was_refused() {
         )
     };
     let open: Value = serde_json::from_slice(&doctor("open").stdout).unwrap();
-    let rules: Vec<&str> = open["findings"].as_array().unwrap().iter().filter_map(|f| f["rule"].as_str()).collect();
-    assert!(rules.contains(&"sandbox"), "{open}");
+    assert!(open["passed"].to_string().contains("not sandboxed: it runs with your user's permissions"), "{open}");
     let boxed: Value = serde_json::from_slice(&doctor("boxed").stdout).unwrap();
     let passed = boxed["passed"].to_string();
     assert!(passed.contains("sandboxed: network only to allowed.test"), "{boxed}");

@@ -127,6 +127,7 @@ fn namespace_rules(arg: u8) -> Result<Vec<SeccompRule>, String> {
 }
 
 /// `ioctl(fd, TIOCSTI)` pushes characters into a terminal's input, `TIOCLINUX` can too.
+#[allow(clippy::unnecessary_cast)] // the request's type differs between C libraries
 fn terminal_injection() -> Result<Vec<SeccompRule>, String> {
     [libc::TIOCSTI, libc::TIOCLINUX]
         .iter()

@@ -196,12 +196,8 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
 /// Whether the server ran sandboxed, and what its sandbox refused it while the doctor ran it.
 fn sandbox(command: &StdioCommand, report: &mut Report) {
     let Some(confine) = &command.confine else {
-        report.find(
-            &rules::SANDBOX,
-            Level::Note,
-            None,
-            "the server runs unsandboxed, with your user's permissions: it can read ~/.ssh and the tokens mcp keeps, every project, and connect anywhere".into(),
-            "add \"sandbox\": true (or a policy) to its mcpServers entry, or run mcp --sandbox; mcp sandbox --learn -- CMD prints a starting policy from one run",
+        report.pass(
+            "not sandboxed: it runs with your user's permissions (add \"sandbox\": true or a policy to its mcpServers entry, or run mcp --sandbox; mcp sandbox --learn -- CMD prints a starting policy)",
         );
         return;
     };

@@ -41,7 +41,6 @@ rules! {
     PRM = "protected-resource-metadata": "The protected-resource metadata names this URL and an authorization server.";
     TLS = "tls": "The server's TLS certificate is valid for its name and trusted.";
     LATENCY = "latency": "A round trip takes no more than the work it does (no Nagle-like 40 ms stalls).";
-    SANDBOX = "sandbox": "A local server runs in a sandbox that grants only what it needs (its entry's \"sandbox\").";
     SANDBOX_REFUSED = "sandbox-refused": "What the sandbox refused the server while the doctor ran it (reads, writes, connections).";
     PIN = "pin": "The tools' definitions match the pin file (no description or schema changed unseen).";
     NOT_CHECKED = "not-checked": "A check that could not run, and why.";
