@@ -17,11 +17,39 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"p
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const CHECK: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"iban_check","arguments":{"input":"FR7630006000011234567890189"}}}"#;
 
-/// Starts `path`, inside `sandbox` if given; what the sandbox keeps lives as long as the process.
-fn start(path: &Path, sandbox: Option<&Sandbox>) -> (StdioProcess, Option<Box<dyn std::any::Any + Send + Sync>>) {
+/// How a process is started.
+#[derive(Clone, Copy)]
+enum Start<'a> {
+    /// As `mcp call` starts an unsandboxed server (no hook: `posix_spawn`).
+    Plain,
+    /// With an empty `pre_exec` hook, as the gateway and `mcp chat` start one (`fork`, then exec).
+    Forked,
+    /// Inside the sandbox.
+    Sandboxed(&'a Sandbox),
+}
+
+/// Time spent in `Sandbox::prepare` (the parent's share), summed.
+static PREPARE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Starts `path`; what the sandbox keeps lives as long as the process.
+#[allow(unsafe_code)]
+fn start(path: &Path, how: Start<'_>) -> (StdioProcess, Option<Box<dyn std::any::Any + Send + Sync>>) {
     let mut command = Command::new(path);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let kept = sandbox.map(|s| s.prepare(&mut command).expect("the sandbox applies on this kernel"));
+    let kept = match how {
+        Start::Plain => None,
+        Start::Forked => {
+            // SAFETY: the hook does nothing.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, || Ok(())) };
+            None
+        }
+        Start::Sandboxed(sandbox) => {
+            let started = Instant::now();
+            let kept = sandbox.prepare(&mut command).expect("the sandbox applies on this kernel");
+            PREPARE_NS.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+            Some(kept)
+        }
+    };
     let mut child = command.spawn().expect("spawn");
     let stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
     let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -29,9 +57,9 @@ fn start(path: &Path, sandbox: Option<&Sandbox>) -> (StdioProcess, Option<Box<dy
 }
 
 /// Spawn to the `initialize` answer.
-fn to_initialize(path: &Path, sandbox: Option<&Sandbox>) -> Duration {
+fn to_initialize(path: &Path, how: Start<'_>) -> Duration {
     let started = Instant::now();
-    let (mut p, kept) = start(path, sandbox);
+    let (mut p, kept) = start(path, how);
     p.send(INIT);
     let answer = p.recv();
     let took = started.elapsed();
@@ -42,8 +70,8 @@ fn to_initialize(path: &Path, sandbox: Option<&Sandbox>) -> Duration {
 }
 
 /// Median `tools/call` round trip over `calls` sequential calls on one process.
-fn call_latency(path: &Path, sandbox: Option<&Sandbox>, calls: usize) -> Duration {
-    let (mut p, kept) = start(path, sandbox);
+fn call_latency(path: &Path, how: Start<'_>, calls: usize) -> Duration {
+    let (mut p, kept) = start(path, how);
     p.send(INIT);
     p.recv();
     p.send(INITIALIZED);
@@ -90,8 +118,8 @@ fn main() {
     );
     let (mut plain_calls, mut boxed_calls) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        plain_calls.push(call_latency(&paypedia, None, 400));
-        boxed_calls.push(call_latency(&paypedia, Some(&sandbox), 400));
+        plain_calls.push(call_latency(&paypedia, Start::Plain, 400));
+        boxed_calls.push(call_latency(&paypedia, boxed_start, 400));
     }
     let (plain_call, boxed_call) = (median(plain_calls), median(boxed_calls));
     let call_ratio = boxed_call.as_secs_f64() / plain_call.as_secs_f64();
