@@ -45,7 +45,6 @@ pub struct ChildSetup {
     pub observer: Option<(OwnedFd, Vec<libc::sock_filter>)>,
 }
 
-
 /// Adds the setup to `command` as its `pre_exec` hook.
 pub fn install(command: &mut Command, mut setup: ChildSetup) {
     // SAFETY: the hook runs in the child between fork and exec. It allocates nothing (every
@@ -178,6 +177,19 @@ pub struct Notification {
     pub nr: i32,
     /// Its arguments.
     pub args: [u64; 6],
+}
+
+/// Waits until a watched call is pending (`true`) or no watched process is left (`false`).
+pub fn wait_for_notification(listener: RawFd) -> bool {
+    let mut poll = libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: poll on one pollfd of ours.
+        let n = unsafe { libc::poll(&mut poll, 1, -1) };
+        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return n > 0 && poll.revents & libc::POLLIN != 0;
+    }
 }
 
 /// Waits for the next watched call.

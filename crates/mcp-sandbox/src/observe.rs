@@ -60,10 +60,17 @@ pub fn start(socket: OwnedFd, record: Record) -> std::io::Result<()> {
     std::thread::Builder::new().name("mcp-sandbox-watch".into()).spawn(move || {
         let Ok(Some(listener)) = kernel::receive_fd(socket.as_raw_fd()) else { return };
         drop(socket);
-        while let Ok(notification) = kernel::notification_receive(listener.as_raw_fd()) {
-            let seen = describe(&notification);
-            kernel::notification_continue(listener.as_raw_fd(), notification.id);
-            if let Some(seen) = seen {
+        // Until every watched process is gone (a hang-up); a call whose process died or was
+        // interrupted meanwhile (ENOENT, EINTR) is skipped, never the end of the watch, since the
+        // others would wait forever.
+        while kernel::wait_for_notification(listener.as_raw_fd()) {
+            let notification = match kernel::notification_receive(listener.as_raw_fd()) {
+                Ok(notification) => notification,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => continue,
+                Err(_) => break,
+            };
+            // Noted before the call goes on, so that whoever waits for the process sees it all.
+            if let Some(seen) = describe(&notification) {
                 let mut record = record.lock().unwrap_or_else(|e| e.into_inner());
                 match seen {
                     Observation::Path(path, usage) if record.paths.len() < 100_000 => {
@@ -75,6 +82,7 @@ pub fn start(socket: OwnedFd, record: Record) -> std::io::Result<()> {
                     Observation::Path(..) => {}
                 }
             }
+            kernel::notification_continue(listener.as_raw_fd(), notification.id);
         }
     })?;
     Ok(())
