@@ -17,7 +17,8 @@ pub struct PidsCgroup {
 impl PidsCgroup {
     /// A new cgroup allowing `max` processes and threads; why not, if none can be made here.
     pub fn create(max: u64) -> Result<PidsCgroup, String> {
-        let base = pids_hierarchy().ok_or("no pids cgroup controller is mounted")?;
+        static HIERARCHY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+        let base = HIERARCHY.get_or_init(pids_hierarchy).as_ref().ok_or("no pids cgroup controller is mounted")?;
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
         let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

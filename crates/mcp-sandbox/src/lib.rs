@@ -73,6 +73,9 @@ pub struct Sandbox {
     seen: observe::Record,
     /// The plan of the last process started, which what was seen is checked against.
     last_plan: Arc<std::sync::Mutex<Option<Plan>>>,
+    /// What the last start made, kept for the next start of the same command.
+    #[cfg(target_os = "linux")]
+    prepared: Arc<std::sync::Mutex<Option<spawn::Prepared>>>,
 }
 
 impl Sandbox {
@@ -89,6 +92,8 @@ impl Sandbox {
             #[cfg(target_os = "linux")]
             seen: Default::default(),
             last_plan: Default::default(),
+            #[cfg(target_os = "linux")]
+            prepared: Default::default(),
         }
     }
 

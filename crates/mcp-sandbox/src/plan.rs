@@ -65,7 +65,7 @@ const INTERPRETERS: [&str; 10] = ["node", "python", "deno", "bun", "ruby", "perl
 pub const PROXY_PORT: u16 = 3128;
 
 /// The command as the process will be started.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Launch {
     /// The program as named.
     pub program: OsString,

@@ -7,7 +7,9 @@ use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use landlock::RulesetCreated;
 
 use crate::cgroup::PidsCgroup;
 use crate::filter::{self, Options};
@@ -26,6 +28,18 @@ pub struct Guard {
     _cgroup: Option<PidsCgroup>,
     report: OwnedFd,
     _tmp: PrivateTmp,
+    _shared_tmp: Arc<PrivateTmp>,
+}
+
+/// What a sandbox keeps between starts of the same command (the gateway starts one per session):
+/// its plan, its Landlock ruleset (each process gets a duplicate), and the temporary directory
+/// under which each process gets one of its own. Building them is most of the cost of a start.
+#[derive(Debug)]
+pub struct Prepared {
+    launch: Launch,
+    plan: Plan,
+    ruleset: Option<RulesetCreated>,
+    tmp: Arc<PrivateTmp>,
 }
 
 impl Guard {
@@ -38,17 +52,17 @@ impl Guard {
     }
 }
 
-/// A directory of its own under the system's temporary directory, mode 0700, removed on drop.
+/// A directory of its own under `base`, mode 0700, removed on drop.
 #[derive(Debug)]
-struct PrivateTmp(PathBuf);
+pub struct PrivateTmp(PathBuf);
 
 impl PrivateTmp {
-    fn create() -> io::Result<PrivateTmp> {
+    fn create(base: &Path) -> io::Result<PrivateTmp> {
         use std::os::unix::fs::DirBuilderExt;
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
         let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let path = std::env::temp_dir().join(format!("mcp-sandbox-{name}"));
+        let path = base.join(format!("mcp-sandbox-{name}"));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(PrivateTmp(path))
     }
@@ -97,14 +111,8 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         }
     }
     let launch = launch_of(command);
-    let tmp = PrivateTmp::create()?;
-    let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
-    let ruleset = match support.abi {
-        0 => None,
-        _ if sandbox.learning => None,
-        _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
-    };
+    let (plan, ruleset, shared_tmp) = prepared(sandbox, policy, launch, support)?;
+    let tmp = PrivateTmp::create(shared_tmp.path())?;
     *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
     let observer = match sandbox.watch {
         true => {
@@ -119,6 +127,9 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
     let filters = programs(options).map_err(io::Error::other)?;
     command.env_clear();
     command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    for key in ["TMPDIR", "TMP", "TEMP"] {
+        command.env(key, tmp.path());
+    }
     let (uid, gid) = kernel::ids();
     let user_maps = Some((format!("{uid} {uid} 1").into_bytes(), format!("{gid} {gid} 1").into_bytes()));
     let (proxy, proxy_socket) = match &policy.network {
@@ -163,7 +174,35 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         observer,
     };
     kernel::install(command, setup);
-    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp })
+    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, _shared_tmp: shared_tmp })
+}
+
+/// The plan, a ruleset and the shared temporary directory for `launch`: kept from the last start
+/// of the same command, else made (and kept, unless learning).
+fn prepared(
+    sandbox: &Sandbox,
+    policy: &crate::Policy,
+    launch: Launch,
+    support: Support,
+) -> io::Result<(Plan, Option<RulesetCreated>, Arc<PrivateTmp>)> {
+    let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {
+        let ruleset = p.ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
+        return Ok((p.plan.clone(), ruleset, p.tmp.clone()));
+    }
+    let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
+    let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
+    let ruleset = match support.abi {
+        0 => None,
+        _ if sandbox.learning => None,
+        _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
+    };
+    if !sandbox.learning {
+        let copy = ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
+        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone() });
+    }
+    Ok((plan, ruleset, tmp))
 }
 
 /// Says which step failed when a sandboxed process could not start.
