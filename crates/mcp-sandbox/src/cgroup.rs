@@ -17,12 +17,11 @@ pub struct PidsCgroup {
 impl PidsCgroup {
     /// A new cgroup allowing `max` processes and threads; why not, if none can be made here.
     pub fn create(max: u64) -> Result<PidsCgroup, String> {
-        static HIERARCHY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-        let base = HIERARCHY.get_or_init(pids_hierarchy).as_ref().ok_or("no pids cgroup controller is mounted")?;
+        let base = hierarchy().ok_or("no pids cgroup controller is mounted")?;
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
         let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let dir = base.join(format!("mcp-sandbox-{name}"));
+        let dir = base.join(format!("{}{}-{name}", crate::spawn::PREFIX, std::process::id()));
         std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cgroup = PidsCgroup {
             procs: CString::new(dir.join("cgroup.procs").into_os_string().into_encoded_bytes())
@@ -49,6 +48,12 @@ impl Drop for PidsCgroup {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
+}
+
+/// Where our servers' cgroups are made (found once), if anywhere.
+pub fn hierarchy() -> Option<PathBuf> {
+    static HIERARCHY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HIERARCHY.get_or_init(pids_hierarchy).clone()
 }
 
 /// Our own cgroup in a hierarchy where the `pids` controller can be used.

@@ -52,6 +52,38 @@ impl Guard {
     }
 }
 
+/// What our temporary directories and cgroups are named: `mcp-sandbox-PID-RANDOM`, PID ours.
+pub const PREFIX: &str = "mcp-sandbox-";
+
+/// Removes, once per process and on a thread of its own, what processes that were killed before
+/// they could clean up left in `dirs` (a gateway ended with SIGKILL): the entries named after a
+/// process that no longer exists. A cgroup goes only when empty.
+pub fn sweep_once(dirs: Vec<PathBuf>) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = std::thread::Builder::new().name("mcp-sandbox-sweep".into()).spawn(move || {
+            for dir in dirs {
+                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else { continue };
+                    let gone = pid.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                    if gone {
+                        let path = entry.path();
+                        let _ = std::fs::remove_dir(&path).or_else(|_| {
+                            if path.starts_with("/sys") {
+                                Ok(())
+                            } else {
+                                std::fs::remove_dir_all(&path)
+                            }
+                        });
+                    }
+                }
+            }
+        });
+    });
+}
+
 /// A directory of its own under `base`, mode 0700, removed on drop.
 #[derive(Debug)]
 pub struct PrivateTmp(PathBuf);
@@ -62,7 +94,7 @@ impl PrivateTmp {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
         let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let path = base.join(format!("mcp-sandbox-{name}"));
+        let path = base.join(format!("{PREFIX}{}-{name}", std::process::id()));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(PrivateTmp(path))
     }
@@ -190,6 +222,11 @@ fn prepared(
         let ruleset = p.ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
         return Ok((p.plan.clone(), ruleset, p.tmp.clone()));
     }
+    let mut leftovers = vec![std::env::temp_dir()];
+    if kernel::is_root() {
+        leftovers.extend(crate::cgroup::hierarchy());
+    }
+    sweep_once(leftovers);
     let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
     let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
