@@ -191,8 +191,12 @@ pub(crate) fn named_field(method: &str) -> Option<&'static str> {
     }
 }
 
-/// The name or URI a request's params name, read as a string only if it is one.
+/// The name or URI a request's params name, read as a string only if it is one (for
+/// `completion/complete`, the prompt or resource its `ref` names).
 pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
+    if method == "completion/complete" {
+        return completion_ref(params?);
+    }
     let field = named_field(method)?;
     #[derive(serde::Deserialize)]
     struct Fields<'a> {
@@ -210,6 +214,25 @@ pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
         _ => fields.task_id,
     }?;
     serde_json::from_str::<String>(raw.get()).ok()
+}
+
+/// The prompt name or resource URI a completion's `ref` names.
+fn completion_ref(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "ref", borrow)]
+        reference: &'a serde_json::value::RawValue,
+    }
+    #[derive(serde::Deserialize)]
+    struct Ref<'a> {
+        #[serde(borrow, default)]
+        name: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        uri: Option<&'a serde_json::value::RawValue>,
+    }
+    let params: Params<'_> = serde_json::from_str(params).ok()?;
+    let reference: Ref<'_> = serde_json::from_str(params.reference.get()).ok()?;
+    serde_json::from_str::<String>(reference.name.or(reference.uri)?.get()).ok()
 }
 
 /// A tool result telling the model why its call did not run to the end.
@@ -234,5 +257,9 @@ mod tests {
         assert_eq!(named_item("tools/call", Some(r#"{"name":5}"#)), None);
         assert_eq!(named_item("tools/list", Some("{}")), None);
         assert_eq!(named_item("tools/call", None), None);
+        let complete = |r: &str| named_item("completion/complete", Some(&format!(r#"{{"ref":{r},"argument":{{}}}}"#)));
+        assert_eq!(complete(r#"{"type":"ref/prompt","name":"greet"}"#).as_deref(), Some("greet"));
+        assert_eq!(complete(r#"{"type":"ref/resource","uri":"file:///{p}"}"#).as_deref(), Some("file:///{p}"));
+        assert_eq!(complete(r#"{"type":"ref/prompt"}"#), None);
     }
 }
