@@ -247,7 +247,7 @@ pub async fn run(common: Common<'_>, args: &ChatArgs) -> Outcome {
         match servers::read_file(&file, trusted) {
             Ok(list) => {
                 for entry in list {
-                    match entry {
+                    match entry.and_then(crate::sandbox::confine_entry) {
                         Ok(entry) => entries.push(entry),
                         Err(e) => events(Event::Notice(e)),
                     }

@@ -12,10 +12,10 @@ use mcp::client::{ServerProcess, Stderr, StdioCommand};
 
 /// Options that change which server runs or whether one runs at all: with any of them before
 /// `--`, nothing is started early.
-const DECISIVE: [&str; 6] = ["--env", "--config", "--server", "--url", "--help", "--version"];
+const DECISIVE: [&str; 7] = ["--env", "--config", "--server", "--url", "--help", "--version", "--sandbox"];
 
 /// Commands that start the server their own way.
-const OWN_START: [&str; 2] = ["doctor", "inspect"];
+const OWN_START: [&str; 3] = ["doctor", "inspect", "sandbox"];
 
 /// Starts the server named after `--` in `args` (the whole command line, program name first).
 pub fn start(args: &[OsString]) -> Option<ServerProcess> {
@@ -66,6 +66,8 @@ mod tests {
             "mcp --config f --server s tools -- true",
             "mcp tools --help -- true",
             "mcp doctor -- true",
+            "mcp --sandbox tools -- true",
+            "mcp sandbox -- true",
         ] {
             assert!(command(&args(line)).is_none(), "{line}");
         }

@@ -18,6 +18,7 @@ mod gateway;
 mod inspect;
 mod login;
 mod output;
+mod sandbox;
 mod skills;
 mod target;
 mod term;
@@ -97,6 +98,11 @@ struct Cli {
     /// earlier run.
     #[arg(long, global = true)]
     reprobe: bool,
+    /// Start every stdio server in the strict sandbox (Landlock, seccomp, limits): the system's
+    /// libraries, its own install, the directories named as its arguments or roots, a private
+    /// temporary directory, no network, a scrubbed environment. An entry's "sandbox" key wins.
+    #[arg(long, global = true)]
+    sandbox: bool,
     #[command(flatten)]
     auth: login::AuthOptions,
     #[command(subcommand)]
@@ -128,6 +134,10 @@ enum Command {
     /// the questions it asks, the raw traffic (exportable, replayable), `ui://` apps. Serves on
     /// 127.0.0.1 behind a random token in the URL it prints; Ctrl-C stops it.
     Inspect(inspect::InspectArgs),
+    /// Runs a command in the sandbox, with this process's stdin and stdout (for hosts that only
+    /// take a command line): `mcp sandbox --read /srv/docs -- npx -y @modelcontextprotocol/server-filesystem /srv/docs`.
+    /// The strict default plus what the flags add; the exit code is the command's.
+    Sandbox(sandbox::SandboxArgs),
     /// Authorizes to an HTTP server behind OAuth now (a browser opens), and keeps the tokens.
     Login {
         /// The server's URL (or name it with --url, or --config and --server).
@@ -288,7 +298,9 @@ fn target(cli: &Cli) -> Result<Target, Failure> {
             stdio => stdio,
         },
         (None, None, Some((program, args))) => {
-            Target::Stdio(StdioCommand::new(program.clone()).args(args.iter().cloned()))
+            let mut command = StdioCommand::new(program.clone()).args(args.iter().cloned());
+            sandbox::confine_by_default(&mut command);
+            Target::Stdio(command)
         }
         _ => {
             return Err(Failure::Usage(
@@ -681,6 +693,7 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         | Command::Bridge(_)
         | Command::Doctor(_)
         | Command::Inspect(_)
+        | Command::Sandbox(_)
         | Command::Login { .. }
         | Command::Logout { .. }
         | Command::Auth { .. } => {
@@ -912,6 +925,21 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
+    let mut roots = cli.roots.clone();
+    if roots.is_empty() && matches!(cli.command, Command::Chat(_)) {
+        roots.extend(std::env::current_dir()); // what chat offers as its root
+    }
+    sandbox::set_defaults(cli.sandbox, roots, matches!(cli.command, Command::Doctor(_)));
+    if let Command::Sandbox(args) = &cli.command {
+        drop(early);
+        return match sandbox::run(args, &cli.server_command) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                eprintln!("mcp: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     // Client commands run on one thread; the gateway and the bridge on as many as they serve
     // (see `gateway::worker_threads`).
     let threads = match &cli.command {
@@ -939,6 +967,7 @@ impl Cli {
             Command::Bridge(_) => "bridge",
             Command::Doctor(_) => "doctor",
             Command::Inspect(_) => "inspect",
+            Command::Sandbox(_) => "sandbox",
             Command::Chat(_) => "chat",
             Command::Login { .. } => "login",
             Command::Logout { .. } => "logout",

@@ -144,7 +144,8 @@ pub fn from_config(path: &Path, name: Option<&str>) -> Result<Target, String> {
 }
 
 /// The server an `mcpServers` entry names: its `url` (with `headers` and `oauth`), else its
-/// `command` (with `args`, `env` and `cwd`). `${VAR}` and `${VAR:-default}` in these strings
+/// `command` (with `args`, `env` and `cwd`, confined to its `sandbox`, or to the strict default
+/// under `--sandbox`). `${VAR}` and `${VAR:-default}` in these strings
 /// are read from the environment, as Claude Code does (an unset variable without a default is
 /// an error naming it), so that secrets stay out of the file.
 pub fn entry_target(name: &str, entry: &Value) -> Result<Target, String> {
@@ -171,5 +172,7 @@ pub fn entry_target(name: &str, entry: &Value) -> Result<Target, String> {
     if let Some(cwd) = entry.get("cwd") {
         cmd.cwd = Some(text(cwd)?.into());
     }
+    let policy = crate::sandbox::policy_from_entry(entry).map_err(|e| format!("server {name:?}: {e}"))?;
+    crate::sandbox::confine(&mut cmd, name, policy);
     Ok(Target::Stdio(cmd))
 }

@@ -188,7 +188,30 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
         pin::check(path, tools, args.update_pin, &mut report);
     }
     client.close().await;
+    if let Target::Stdio(command) = &patient.target {
+        sandbox(command, &mut report);
+    }
     report
+}
+
+/// Whether the server ran sandboxed, and what its sandbox refused it while the doctor ran it.
+fn sandbox(command: &StdioCommand, report: &mut Report) {
+    let Some(confine) = &command.confine else {
+        report.pass(
+            "not sandboxed: it runs with your user's permissions (add \"sandbox\": true or a policy to its mcpServers entry, or run mcp --sandbox; mcp sandbox --learn -- CMD prints a starting policy)",
+        );
+        return;
+    };
+    report.pass(format!("sandboxed: {}", confine.0.describe()));
+    for refused in confine.0.refused() {
+        report.find(
+            &rules::SANDBOX_REFUSED,
+            Level::Warning,
+            None,
+            format!("the sandbox refused: {refused}"),
+            "if the server needs it, add it to the entry's \"sandbox\" (\"network\", \"read\", \"write\"); otherwise the server tried what it should not",
+        );
+    }
 }
 
 /// Over HTTP, a negotiation longer than this is slow (a stdio server's start is judged apart).

@@ -42,6 +42,7 @@ rules! {
     PRM = "protected-resource-metadata": "The protected-resource metadata names this URL and an authorization server.";
     TLS = "tls": "The server's TLS certificate is valid for its name and trusted.";
     LATENCY = "latency": "A round trip takes no more than the work it does (no Nagle-like 40 ms stalls).";
+    SANDBOX_REFUSED = "sandbox-refused": "What the sandbox refused the server while the doctor ran it (reads, writes, connections).";
     PIN = "pin": "The tools' definitions match the pin file (no description or schema changed unseen).";
     NOT_CHECKED = "not-checked": "A check that could not run, and why.";
 }

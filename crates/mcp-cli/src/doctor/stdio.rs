@@ -128,7 +128,7 @@ fn first_answer(session: &Session, slow_ms: u64, report: &mut Report) {
 /// so that noise printed on the first use shows too.
 async fn run(command: &StdioCommand, revision: &str, full: bool, timeout: Duration) -> Result<Session, String> {
     let started = Instant::now();
-    let mut child = spawn(command)?;
+    let (mut child, _kept) = spawn(command)?;
     let stderr = keep_stderr(&mut child);
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -207,18 +207,31 @@ async fn read_answer(
     }
 }
 
-fn spawn(command: &StdioCommand) -> Result<Child, String> {
-    let mut cmd = Command::new(&command.program);
+/// What a confined process's sandbox keeps while it runs.
+type Kept = Option<Box<dyn std::any::Any + Send + Sync>>;
+
+fn spawn(command: &StdioCommand) -> Result<(Child, Kept), String> {
+    let mut cmd = std::process::Command::new(&command.program);
     cmd.args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     if let Some(cwd) = &command.cwd {
         cmd.current_dir(cwd);
     }
-    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", command.program))
+    let cannot = |e: std::io::Error| format!("cannot start {}: {e}", command.program);
+    let kept = match &command.confine {
+        Some(confine) => Some(confine.0.prepare(&mut cmd).map_err(cannot)?),
+        None => None,
+    };
+    let mut cmd = Command::from(cmd);
+    cmd.kill_on_drop(true);
+    match (cmd.spawn(), &command.confine, &kept) {
+        (Ok(child), ..) => Ok((child, kept)),
+        (Err(e), Some(confine), Some(k)) => Err(cannot(confine.0.explain(k.as_ref(), e))),
+        (Err(e), ..) => Err(cannot(e)),
+    }
 }
 
 /// The last few KiB of the process's stderr, kept as it runs.

@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 
 use self::core::Core;
 pub use self::core::{question_tag, tagged, Direction};
-pub use stdio::{ServerProcess, Stderr, StdioCommand};
+pub use stdio::{Confine, Confinement, ServerProcess, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
 use crate::error::Error;

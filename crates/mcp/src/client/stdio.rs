@@ -6,6 +6,8 @@
 //! ([`Client::connect_process`](super::Client::connect_process)) are separate steps, so a caller
 //! can start the server first and let its start-up overlap its own (the `mcp` command does).
 
+use std::any::Any;
+use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -39,6 +41,45 @@ pub enum Stderr {
     Discard,
 }
 
+/// Something done to a server process as it starts: a sandbox (the `mcp` command's is the
+/// `mcp-stack-sandbox` crate). [`StdioCommand::spawn`] hands it the command just before the
+/// process is started, so it can change the environment and add what the child does between
+/// fork and exec; what it returns lives as long as the process (a private directory, a proxy).
+pub trait Confine: Send + Sync + fmt::Debug {
+    /// Prepares `command`; an error stops the start, its text said as the reason.
+    fn prepare(&self, command: &mut Command) -> std::io::Result<Box<dyn Any + Send + Sync>>;
+    /// What it does, in a line (two commands are the same server only if these are equal too).
+    fn describe(&self) -> String;
+    /// The error of a start that failed after [`Confine::prepare`], told with what `kept` knows
+    /// (which step of the confinement failed).
+    fn explain(&self, kept: &(dyn Any + Send + Sync), error: std::io::Error) -> std::io::Error {
+        let _ = kept;
+        error
+    }
+    /// What it refused the processes started with it so far, one line each (for diagnostics).
+    fn refused(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A [`Confine`] shared by every copy of a command.
+#[derive(Clone)]
+pub struct Confinement(pub Arc<dyn Confine>);
+
+impl fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.describe())
+    }
+}
+
+impl PartialEq for Confinement {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.describe() == other.0.describe()
+    }
+}
+
+impl Eq for Confinement {}
+
 /// How to start a server process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StdioCommand {
@@ -59,6 +100,8 @@ pub struct StdioCommand {
     /// so that it never outlives a parent killed with SIGKILL. Start it from a thread that lives
     /// as long as the parent (a runtime's worker, not a blocking-pool thread).
     pub die_with_parent: bool,
+    /// What the process is confined to (a sandbox), applied as it starts.
+    pub confine: Option<Confinement>,
 }
 
 impl StdioCommand {
@@ -72,6 +115,7 @@ impl StdioCommand {
             stderr: Stderr::Capture,
             own_process_group: false,
             die_with_parent: false,
+            confine: None,
         }
     }
 
@@ -113,10 +157,19 @@ impl StdioCommand {
                 });
             }
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", self.program))))?;
-        Ok(ServerProcess { command: self.clone(), child: Some(child) })
+        let cannot = |e: std::io::Error| {
+            Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", self.program)))
+        };
+        let guard = match &self.confine {
+            Some(confine) => Some(confine.0.prepare(&mut cmd).map_err(cannot)?),
+            None => None,
+        };
+        let child = match (cmd.spawn(), &self.confine, &guard) {
+            (Ok(child), ..) => child,
+            (Err(e), Some(confine), Some(kept)) => return Err(cannot(confine.0.explain(kept.as_ref(), e))),
+            (Err(e), ..) => return Err(cannot(e)),
+        };
+        Ok(ServerProcess { command: self.clone(), child: Some(child), guard })
     }
 
     /// Adds arguments.
@@ -132,12 +185,18 @@ impl StdioCommand {
     }
 }
 
+/// A child process and what its [`Confine`] keeps while it runs (dropped after the child ends).
+pub(crate) struct Running {
+    child: Child,
+    _guard: Option<Box<dyn Any + Send + Sync>>,
+}
+
 struct StdioSender {
     /// Set when the child's stdout ends (it exited, or is about to).
     stdout_closed: tokio::sync::watch::Receiver<bool>,
     /// Taken on close, which closes the child's stdin.
     tx: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    child: Mutex<Option<Child>>,
+    child: Mutex<Option<Running>>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -160,7 +219,7 @@ impl Sender for StdioSender {
         let mut closed = self.stdout_closed.clone();
         Box::pin(async move {
             drop(tx); // the writer task ends, closing the child's stdin
-            let Some(mut child) = child else { return };
+            let Some(Running { mut child, _guard }) = child else { return };
             // Wait up to 2 s for the child to exit on its own, then kill it. A pidfd says the
             // moment it exits; without one, its stdout closing says when to start looking.
             let deadline = Instant::now() + Duration::from_secs(2);
@@ -236,8 +295,8 @@ impl Drop for CloseSignal {
 impl Drop for StdioSender {
     /// A client dropped without `close()` ends its child: no orphans, no zombies.
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.lock().unwrap().take() {
-            end(&mut child);
+        if let Some(mut running) = self.child.lock().unwrap().take() {
+            end(&mut running.child);
         }
     }
 }
@@ -249,11 +308,18 @@ fn end(child: &mut Child) {
 }
 
 /// A started server process, not yet connected. Dropped unconnected, it is killed and reaped.
-#[derive(Debug)]
 pub struct ServerProcess {
     command: StdioCommand,
     /// Taken by [`start`].
     child: Option<Child>,
+    /// What the command's [`Confine`] keeps for as long as the process runs.
+    guard: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for ServerProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerProcess").field("command", &self.command).field("child", &self.child).finish()
+    }
 }
 
 impl ServerProcess {
@@ -280,7 +346,7 @@ pub(crate) fn start(core: &Arc<Core>, mut process: ServerProcess) -> Result<(), 
     if let Some(stderr) = child.stderr.take() {
         capture_stderr(reader_for(OwnedFd::from(stderr))?, captured.clone());
     }
-    start_streams(core, stdout, stdin, Some(child), captured);
+    start_streams(core, stdout, stdin, Some(Running { child, _guard: process.guard.take() }), captured);
     Ok(())
 }
 
@@ -290,7 +356,7 @@ pub(crate) fn start_streams(
     core: &Arc<Core>,
     reader: impl AsyncRead + Unpin + Send + 'static,
     mut writer: impl AsyncWrite + Unpin + Send + 'static,
-    child: Option<Child>,
+    child: Option<Running>,
     stderr: Arc<Mutex<String>>,
 ) {
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);

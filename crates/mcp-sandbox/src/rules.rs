@@ -1,0 +1,152 @@
+//! The Landlock ruleset of a plan, built in the parent (paths opened, rules added) so that the
+//! child only has to call `landlock_restrict_self`; and what this kernel can enforce.
+
+use std::path::Path;
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+};
+
+use crate::plan::{Plan, PROXY_PORT};
+use crate::policy::{Network, Policy};
+
+/// What this kernel's Landlock offers, by ABI version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI (0: none).
+    pub abi: i32,
+}
+
+impl Support {
+    /// This kernel's (asked once).
+    pub fn current() -> Support {
+        static CURRENT: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+        Support { abi: *CURRENT.get_or_init(crate::kernel::landlock_abi) }
+    }
+
+    /// The newest ABI this crate's rules are written for that the kernel has.
+    fn abi(self) -> ABI {
+        ABI::from(self.abi.min(9))
+    }
+
+    /// Restricts connecting to pathname UNIX sockets (else seccomp refuses creating them).
+    pub fn unix_sockets(self) -> bool {
+        self.abi >= 9
+    }
+
+    /// Restricts TCP bind and connect.
+    pub fn tcp(self) -> bool {
+        self.abi >= 4
+    }
+}
+
+/// What the policy asks that this kernel cannot enforce, each part with how to loosen it.
+pub fn missing(policy: &Policy, support: Support) -> Vec<String> {
+    let mut missing = Vec::new();
+    let kernel = format!("this kernel's Landlock ABI is {}", support.abi);
+    if support.abi < 1 {
+        missing.push(format!(
+            "file system rules: Landlock is not available ({kernel}; it needs Linux 5.13 with landlock in the lsm= boot list)"
+        ));
+        return missing;
+    }
+    if support.abi < 3 {
+        missing.push(format!("refusing truncation of files it may only read ({kernel}, needs 3: Linux 6.2)"));
+    }
+    if support.abi < 4 && policy.network == Network::None {
+        missing.push(format!("closing TCP ({kernel}, needs 4: Linux 6.7); or set \"network\": true"));
+    }
+    if support.abi < 5 {
+        missing.push(format!("refusing ioctl on devices ({kernel}, needs 5: Linux 6.10)"));
+    }
+    if support.abi < 6 {
+        missing.push(format!(
+            "keeping its signals and abstract UNIX sockets inside the sandbox ({kernel}, needs 6: Linux 6.12)"
+        ));
+    }
+    missing
+}
+
+/// Read, list and run.
+fn exec_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute
+}
+
+/// Read and list.
+fn read_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::ReadDir
+}
+
+/// Everything but running programs, making devices and ioctl on devices.
+fn write_rights(abi: ABI) -> BitFlags<AccessFs> {
+    AccessFs::from_all(abi) & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
+}
+
+/// The ruleset of `plan`: every file system right handled (so what no rule grants is refused),
+/// TCP handled unless the network is open, signals and abstract sockets scoped.
+pub fn ruleset(policy: &Policy, plan: &Plan, support: Support) -> Result<RulesetCreated, String> {
+    let abi = support.abi();
+    let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
+    let fail = |e: landlock::RulesetError| format!("Landlock: {e}");
+    let mut ruleset =
+        Ruleset::default().set_compatibility(level).handle_access(AccessFs::from_all(abi)).map_err(fail)?;
+    if policy.network != Network::Any && support.tcp() {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(fail)?;
+    }
+    if support.abi >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(fail)?;
+    }
+    let mut created = ruleset.create().map_err(fail)?;
+    let file_rights = AccessFs::from_file(abi);
+    let mut grant = |path: &Path, rights: BitFlags<AccessFs>| -> Result<(), String> {
+        let Ok(fd) = PathFd::new(path) else { return Ok(()) }; // gone since: nothing to grant
+        let rights = if path.is_dir() { rights } else { rights & file_rights };
+        (&mut created)
+            .add_rule(PathBeneath::new(fd, rights))
+            .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
+        Ok(())
+    };
+    for path in &plan.exec {
+        grant(path, exec_rights())?;
+    }
+    for path in &plan.read {
+        grant(path, read_rights())?;
+    }
+    for path in &plan.write {
+        grant(path, write_rights(abi))?;
+    }
+    for path in &plan.devices {
+        grant(path, AccessFs::ReadFile | AccessFs::WriteFile)?;
+    }
+    if let (Network::Allow(_), true) = (&policy.network, support.tcp()) {
+        created = created.add_rule(NetPort::new(PROXY_PORT, AccessNet::ConnectTcp)).map_err(fail)?;
+    }
+    Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_kernel_names_what_it_cannot_enforce_and_how_to_loosen_it() {
+        let strict = Policy::strict();
+        assert!(missing(&strict, Support { abi: 7 }).is_empty());
+        let v3 = missing(&strict, Support { abi: 3 });
+        assert!(v3.iter().any(|m| m.contains("closing TCP") && m.contains("\"network\": true")), "{v3:?}");
+        assert!(v3.iter().any(|m| m.contains("signals")), "{v3:?}");
+        let open = Policy { network: Network::Any, ..Policy::strict() };
+        assert!(!missing(&open, Support { abi: 3 }).iter().any(|m| m.contains("TCP")));
+        let none = missing(&strict, Support { abi: 0 });
+        assert_eq!(none.len(), 1);
+        assert!(none[0].contains("Landlock is not available"), "{none:?}");
+    }
+
+    #[test]
+    fn this_kernel_builds_the_ruleset_of_the_default() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = Plan::new(&Policy::strict(), &Default::default(), &[], tmp.path(), &[]);
+        assert!(ruleset(&Policy::strict(), &plan, Support::current()).is_ok());
+    }
+}

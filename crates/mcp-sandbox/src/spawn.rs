@@ -1,0 +1,305 @@
+//! Starting a sandboxed process: the plan made, the ruleset and filters built, the environment
+//! replaced, the proxy started, and the child's steps added to the command.
+
+use std::any::Any;
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::{Arc, OnceLock};
+
+use landlock::RulesetCreated;
+
+use crate::cgroup::PidsCgroup;
+use crate::filter::{self, Options};
+use crate::kernel::{self, ChildSetup};
+use crate::plan::{Launch, Plan};
+use crate::policy::{Limits, Network};
+use crate::proxy::{self, Proxy};
+use crate::rules::{self, Support};
+use crate::Sandbox;
+
+/// What lives as long as the process: its private temporary directory (removed after it), the
+/// proxy, and the pipe a failing step reports on.
+#[derive(Debug)]
+pub struct Guard {
+    _proxy: Option<Proxy>,
+    _cgroup: Option<PidsCgroup>,
+    report: OwnedFd,
+    _tmp: PrivateTmp,
+    _shared_tmp: Arc<PrivateTmp>,
+}
+
+/// What a sandbox keeps between starts of the same command (the gateway starts one per session):
+/// its plan, its Landlock ruleset (each process gets a duplicate), and the temporary directory
+/// under which each process gets one of its own. Building them is most of the cost of a start.
+#[derive(Debug)]
+pub struct Prepared {
+    launch: Launch,
+    plan: Plan,
+    ruleset: Option<RulesetCreated>,
+    tmp: Arc<PrivateTmp>,
+}
+
+impl Guard {
+    /// What the child's failing step said (`step:errno`), if it said anything.
+    fn report(&self) -> Option<(String, i32)> {
+        let mut text = String::new();
+        std::fs::File::from(self.report.try_clone().ok()?).read_to_string(&mut text).ok();
+        let (step, errno) = text.rsplit_once(':')?;
+        Some((step.to_owned(), errno.parse().ok()?))
+    }
+}
+
+/// What our temporary directories and cgroups are named: `mcp-sandbox-PID-RANDOM`, PID ours.
+pub const PREFIX: &str = "mcp-sandbox-";
+
+/// Removes, once per process and on a thread of its own, what processes that were killed before
+/// they could clean up left in `dirs` (a gateway ended with SIGKILL): the entries named after a
+/// process that no longer exists. A cgroup goes only when empty.
+pub fn sweep_once(dirs: Vec<PathBuf>) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = std::thread::Builder::new().name("mcp-sandbox-sweep".into()).spawn(move || {
+            for dir in dirs {
+                let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else { continue };
+                    let gone = pid.parse::<u32>().is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                    if gone {
+                        let path = entry.path();
+                        let _ = std::fs::remove_dir(&path).or_else(|_| {
+                            if path.starts_with("/sys") {
+                                Ok(())
+                            } else {
+                                std::fs::remove_dir_all(&path)
+                            }
+                        });
+                    }
+                }
+            }
+        });
+    });
+}
+
+/// A directory of its own under `base`, mode 0700, removed on drop.
+#[derive(Debug)]
+pub struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    fn create(base: &Path) -> io::Result<PrivateTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
+        let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let path = base.join(format!("{PREFIX}{}-{name}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(PrivateTmp(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn refusal(text: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, text)
+}
+
+/// Prepares `command` to start inside `sandbox`.
+pub fn prepare(sandbox: &Sandbox, command: &mut Command) -> io::Result<Box<dyn Any + Send + Sync>> {
+    Ok(Box::new(guarded(sandbox, command, false)?))
+}
+
+fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> io::Result<Guard> {
+    let learning_policy;
+    let policy = if sandbox.learning {
+        // Every host, through the proxy that notes its name.
+        learning_policy = crate::Policy { network: Network::Allow(Vec::new()), ..sandbox.policy.clone() };
+        &learning_policy
+    } else {
+        &sandbox.policy
+    };
+    let support = Support::current();
+    let missing = rules::missing(policy, support);
+    if !missing.is_empty() {
+        if !policy.best_effort {
+            return Err(refusal(format!(
+                "sandbox of {}: this kernel cannot enforce {}. Set \"bestEffort\": true in its \"sandbox\" (or pass --best-effort) to run it with less",
+                sandbox.name,
+                missing.join("; ")
+            )));
+        }
+        for part in &missing {
+            eprintln!("mcp sandbox: {}: bestEffort: running without {part}", sandbox.name);
+        }
+    }
+    let launch = launch_of(command);
+    let (plan, ruleset, shared_tmp) = prepared(sandbox, policy, launch, support)?;
+    let tmp = PrivateTmp::create(shared_tmp.path())?;
+    *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
+    let observer = match sandbox.watch {
+        true => {
+            let (ours, theirs) = kernel::socket_pair()?;
+            crate::observe::start(ours, sandbox.seen.clone())?;
+            Some((theirs, kernel::observer_program(&crate::observe::WATCHED)))
+        }
+        false => None,
+    };
+    let options =
+        Options { refuse_unix_sockets: !support.unix_sockets(), refuse_datagrams: policy.network != Network::Any };
+    let filters = programs(options).map_err(io::Error::other)?;
+    command.env_clear();
+    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    for key in ["TMPDIR", "TMP", "TEMP"] {
+        command.env(key, tmp.path());
+    }
+    let (uid, gid) = kernel::ids();
+    let user_maps = Some((format!("{uid} {uid} 1").into_bytes(), format!("{gid} {gid} 1").into_bytes()));
+    let (proxy, proxy_socket) = match &policy.network {
+        Network::Allow(hosts) => {
+            let (ours, theirs) = kernel::socket_pair()?;
+            let rules = proxy::Rules {
+                hosts: hosts.clone(),
+                hosts_file: sandbox.hosts_file.clone(),
+                journal: sandbox.journal(),
+                server: sandbox.name.clone(),
+                allow_all: sandbox.learning,
+            };
+            (Some(proxy::start(ours, rules)?), Some(theirs))
+        }
+        _ => (None, None),
+    };
+    let cgroup = match policy.limits.processes {
+        Some(max) if kernel::is_root() => match PidsCgroup::create(max) {
+            Ok(cgroup) => Some(cgroup),
+            Err(e) if policy.best_effort => {
+                eprintln!("mcp sandbox: {}: bestEffort: running without a process limit ({e})", sandbox.name);
+                None
+            }
+            Err(e) => return Err(refusal(format!(
+                "sandbox of {}: the process limit: the kernel exempts root from RLIMIT_NPROC and no pids cgroup could be made ({e}). Set \"limits\": {{\"processes\": null}} or \"bestEffort\": true to run it without one",
+                sandbox.name
+            ))),
+        },
+        _ => None,
+    };
+    let (report, report_write) = kernel::report_pipe()?;
+    let setup = ChildSetup {
+        user_maps,
+        userns_optional: policy.best_effort,
+        proxy_socket,
+        limits: limits(&policy.limits),
+        ruleset,
+        filters,
+        report: report_write,
+        die_with_parent,
+        cgroup_procs: cgroup.as_ref().map(|c| c.procs.clone()),
+        observer,
+    };
+    kernel::install(command, setup);
+    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, _shared_tmp: shared_tmp })
+}
+
+/// The plan, a ruleset and the shared temporary directory for `launch`: kept from the last start
+/// of the same command, else made (and kept, unless learning).
+fn prepared(
+    sandbox: &Sandbox,
+    policy: &crate::Policy,
+    launch: Launch,
+    support: Support,
+) -> io::Result<(Plan, Option<RulesetCreated>, Arc<PrivateTmp>)> {
+    let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {
+        let ruleset = p.ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
+        return Ok((p.plan.clone(), ruleset, p.tmp.clone()));
+    }
+    let mut leftovers = vec![std::env::temp_dir()];
+    if kernel::is_root() {
+        leftovers.extend(crate::cgroup::hierarchy());
+    }
+    sweep_once(leftovers);
+    let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
+    let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
+    let ruleset = match support.abi {
+        0 => None,
+        _ if sandbox.learning => None,
+        _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
+    };
+    if !sandbox.learning {
+        let copy = ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
+        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone() });
+    }
+    Ok((plan, ruleset, tmp))
+}
+
+/// Says which step failed when a sandboxed process could not start.
+pub fn explain(kept: &(dyn Any + Send + Sync), error: io::Error) -> io::Error {
+    match kept.downcast_ref::<Guard>().and_then(Guard::report) {
+        Some((step, errno)) => {
+            let cause = io::Error::from_raw_os_error(errno);
+            let hint = match step.as_str() {
+                "user namespace" => ": this system refuses unprivileged user namespaces (kernel.unprivileged_userns_clone, user.max_user_namespaces, or AppArmor's restriction); set \"bestEffort\": true to run without one (then no process limit and no network list)",
+                _ => "",
+            };
+            io::Error::new(error.kind(), format!("sandbox: {step} failed: {cause}{hint}"))
+        }
+        None => error,
+    }
+}
+
+/// The seccomp filters for `options`, compiled once per process.
+fn programs(options: Options) -> Result<Vec<seccompiler::BpfProgram>, String> {
+    static CACHE: [OnceLock<Result<Vec<seccompiler::BpfProgram>, String>>; 4] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let index = usize::from(options.refuse_unix_sockets) * 2 + usize::from(options.refuse_datagrams);
+    CACHE[index].get_or_init(|| filter::programs(options)).clone()
+}
+
+fn limits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, u64)> {
+    let mib = |n: u64| n.saturating_mul(1 << 20);
+    let mut out = vec![(libc::RLIMIT_CORE, 0)];
+    let pairs = [
+        (libc::RLIMIT_DATA, limits.memory_mib.map(mib)),
+        (libc::RLIMIT_NPROC, limits.processes),
+        (libc::RLIMIT_NOFILE, limits.open_files),
+        (libc::RLIMIT_CPU, limits.cpu_seconds),
+        (libc::RLIMIT_FSIZE, limits.file_size_mib.map(mib)),
+    ];
+    out.extend(pairs.into_iter().filter_map(|(r, v)| Some((r, v?))));
+    out
+}
+
+/// The command as it will start.
+fn launch_of(command: &Command) -> Launch {
+    Launch {
+        program: command.get_program().to_owned(),
+        args: command.get_args().map(OsStr::to_owned).collect(),
+        cwd: command.get_current_dir().map(Path::to_owned),
+        env: command.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect(),
+    }
+}
+
+/// `mcp sandbox -- PROGRAM ARGS`: runs the program in the sandbox with this process's stdin,
+/// stdout and stderr, waits for it (serving its proxy meanwhile), and returns how it ended.
+pub fn run(sandbox: &Sandbox, program: &OsStr, args: &[OsString]) -> io::Result<ExitStatus> {
+    let mut command = Command::new(program);
+    command.args(args);
+    let guard = guarded(sandbox, &mut command, true)?;
+    let mut child = command.spawn().map_err(|e| {
+        let e = explain(&guard, e);
+        io::Error::new(e.kind(), format!("cannot start {}: {e}", program.to_string_lossy()))
+    })?;
+    let status = child.wait()?;
+    drop(guard);
+    Ok(status)
+}
