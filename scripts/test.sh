@@ -38,6 +38,12 @@ if [ ! -d "$fixture/node_modules/@modelcontextprotocol/server-filesystem" ] || [
     npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
 fi
 
+# The Python SDK 1.x server the gateway's shared-caller tests put behind it (MCP_TEST_PY_SDK1).
+CACHE=${INTEROP_CACHE:-/tmp/mcp-interop-cache}
+mkdir -p "$CACHE"
+# shellcheck source=python-sdks.sh
+source scripts/python-sdks.sh
+
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 

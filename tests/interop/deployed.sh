@@ -20,11 +20,8 @@ if ! "$PY194" -c 'import mcp.server.fastmcp' 2>/dev/null; then
         "pydantic-settings==2.9.1" "starlette==0.46.2" "uvicorn==0.34.3" "sse-starlette==2.3.6" "anyio==4.9.0" \
         "httpx==0.28.1" >&2
 fi
-PYFAST="$CACHE/py-fastmcp-2.14.7/bin/python"
-if ! "$PYFAST" -c 'import fastmcp, mcp.server.fastmcp' 2>/dev/null; then
-    python3 -m venv "$CACHE/py-fastmcp-2.14.7" >&2
-    "$CACHE/py-fastmcp-2.14.7/bin/pip" install -q --disable-pip-version-check "fastmcp==2.14.7" "mcp==1.30.0" >&2
-fi
+# shellcheck source=../../scripts/python-sdks.sh
+source scripts/python-sdks.sh
 old_everything_dir="$CACHE/everything-2025.7.1"
 if [ ! -d "$old_everything_dir/node_modules/@modelcontextprotocol/server-everything" ]; then
     mkdir -p "$old_everything_dir"

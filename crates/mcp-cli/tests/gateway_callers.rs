@@ -206,6 +206,66 @@ async fn an_anonymous_caller_is_never_told_anothers_roots_and_a_question_that_ca
     assert_eq!(answer["answer"], json!({"name": "frank"}));
 }
 
+/// The Python SDK 1.x (`scripts/python-sdks.sh` makes it and says where: `MCP_TEST_PY_SDK1`).
+fn python_sdk1() -> String {
+    std::env::var("MCP_TEST_PY_SDK1").unwrap_or_else(|_| {
+        panic!("MCP_TEST_PY_SDK1 is not set: run scripts/test.sh, or `CACHE=/tmp/x source scripts/python-sdks.sh` first")
+    })
+}
+
+/// The Python SDK's server of `tests/fixtures/py-sdk/asker_http.py` on a free port, killed when
+/// dropped; its URL.
+struct PythonServer(std::process::Child, String);
+
+impl PythonServer {
+    fn start() -> PythonServer {
+        let port = common::oidc::free_port();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/py-sdk/asker_http.py");
+        let child = std::process::Command::new(python_sdk1())
+            .args([script, &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the Python SDK server did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        PythonServer(child, format!("http://127.0.0.1:{port}/mcp"))
+    }
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_of_an_http_upstream_reach_their_callers_in_both_eras() {
+    let upstream = PythonServer::start();
+    let gateway = Gateway::start(json!({"py": {"url": upstream.1}}));
+    // Two 2025-era sessions (each with an upstream session of its own) and two anonymous
+    // 2026-07-28 callers, who share the gateway's upstream session: their questions are told
+    // apart by the response stream each came on.
+    let callers = vec![
+        caller(&gateway.url, "alice", true, true, &[]).await,
+        caller(&gateway.url, "bob", true, true, &[]).await,
+        caller(&gateway.url, "carol", false, true, &[]).await,
+        caller(&gateway.url, "dave", false, true, &[]).await,
+    ];
+    for (caller, (failed, answer)) in callers.iter().zip(all_at_once(&callers, "py__whoami").await) {
+        let me = &caller.name;
+        assert!(!failed, "{me}: {answer}");
+        assert_eq!(answer["answer"], json!({"name": me}), "{me} got another's answer: {answer}");
+        let roots = if ["alice", "bob"].contains(&me.as_str()) { json!([format!("file:///{me}")]) } else { Value::Null };
+        assert_eq!(answer["roots"], roots, "{me}'s roots: {answer}");
+    }
+    each_saw_only_its_own(&callers);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bridge_gives_each_session_its_own_child() {
     let dir = tempfile::tempdir().unwrap();

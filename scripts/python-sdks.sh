@@ -1,0 +1,11 @@
+# The Python SDK servers the tests run, each in a virtual environment of its own under $CACHE
+# (made once): sourced by scripts/test.sh (for the cargo tests, which read MCP_TEST_PY_SDK1) and by
+# tests/interop/deployed.sh.
+#
+# mcp 1.30.0 with FastMCP 2.14.7: the Python SDK 1.x as most servers deployed today run it.
+PYFAST="$CACHE/py-fastmcp-2.14.7/bin/python"
+if ! "$PYFAST" -c 'import fastmcp, mcp.server.fastmcp' 2>/dev/null; then
+    python3 -m venv "$CACHE/py-fastmcp-2.14.7" >&2
+    "$CACHE/py-fastmcp-2.14.7/bin/pip" install -q --disable-pip-version-check "fastmcp==2.14.7" "mcp==1.30.0" >&2
+fi
+export MCP_TEST_PY_SDK1="$PYFAST"
