@@ -200,16 +200,40 @@ async fn an_anonymous_caller_is_never_told_anothers_roots_and_a_question_that_ca
         "three callers waiting at once: some question was placed by guess"
     );
     each_saw_only_its_own(&callers);
-    // One caller alone on the shared connection is asked (its request is the only one waiting).
+    // One caller alone on the shared connection is asked (its request is the only one waiting),
+    // even beside a call abandoned at its question (parked for a retry that never comes: its
+    // upstream request waits on that question).
+    let abandoned = abandon_a_call(&gateway.url, "asker__whoami");
+    assert!(abandoned.contains("input_required"), "{abandoned}");
     let (failed, answer) = whoami(&callers[1], "asker__whoami").await;
     assert!(!failed, "{answer}");
     assert_eq!(answer["answer"], json!({"name": "frank"}));
 }
 
+/// A 2026-07-28 `tools/call` of `tool` (tag "mallory") whose question is never answered: what the
+/// gateway answered (`input_required`).
+fn abandon_a_call(url: &str, tool: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": {"tag": "mallory"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "mallory", "version": "1"}}}});
+    let headers = [
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    common::oidc::http("POST", url, &headers, &body.to_string()).1
+}
+
 /// The Python SDK 1.x (`scripts/python-sdks.sh` makes it and says where: `MCP_TEST_PY_SDK1`).
 fn python_sdk1() -> String {
     std::env::var("MCP_TEST_PY_SDK1").unwrap_or_else(|_| {
-        panic!("MCP_TEST_PY_SDK1 is not set: run scripts/test.sh, or `CACHE=/tmp/x source scripts/python-sdks.sh` first")
+        panic!(
+            "MCP_TEST_PY_SDK1 is not set: run scripts/test.sh, or `CACHE=/tmp/x source scripts/python-sdks.sh` first"
+        )
     })
 }
 
@@ -260,7 +284,8 @@ async fn questions_of_an_http_upstream_reach_their_callers_in_both_eras() {
         let me = &caller.name;
         assert!(!failed, "{me}: {answer}");
         assert_eq!(answer["answer"], json!({"name": me}), "{me} got another's answer: {answer}");
-        let roots = if ["alice", "bob"].contains(&me.as_str()) { json!([format!("file:///{me}")]) } else { Value::Null };
+        let roots =
+            if ["alice", "bob"].contains(&me.as_str()) { json!([format!("file:///{me}")]) } else { Value::Null };
         assert_eq!(answer["roots"], roots, "{me}'s roots: {answer}");
     }
     each_saw_only_its_own(&callers);

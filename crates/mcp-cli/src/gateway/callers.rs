@@ -63,6 +63,10 @@ impl Owner {
     }
 }
 
+fn nobody(what: &str) -> String {
+    format!("no caller of the gateway is waiting on this server: its {what} is not passed on")
+}
+
 /// Why a message from the upstream went to nobody.
 pub const SHARED_ROOTS: &str = "this server's connection through the gateway is shared by several callers, so \
      it is not told any one caller's roots";
@@ -75,6 +79,11 @@ struct Waiter {
     owner: Option<Owner>,
     cx: RequestContext,
     asker: Asker,
+    /// Parked for a 2026-07-28 client's retry: its upstream request waits on the answer to the
+    /// question the gateway holds, so it is not counted among the callers a message without a
+    /// tag could be for (an abandoned one would otherwise make every message of its connection
+    /// unplaceable for ten minutes). Its tag still finds it.
+    parked: bool,
 }
 
 /// The downstream requests waiting on one upstream connection, oldest first (a call parked
@@ -97,12 +106,21 @@ impl Drop for Waiting {
     }
 }
 
+impl Waiting {
+    /// Marks the request as parked for its client's retry (see [`Waiter::parked`]).
+    pub fn park(&self) {
+        if let Some(w) = self.list.lock().unwrap().iter_mut().find(|w| w.id == self.id) {
+            w.parked = true;
+        }
+    }
+}
+
 impl Callers {
     /// Puts `cx` on the waiting list until the guard drops: the upstream requests tagged `tag`
     /// are sent for it, and its questions are asked through `asker`.
     pub fn wait(&self, cx: &RequestContext, tag: u64, asker: Asker) -> Waiting {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let waiter = Waiter { id, tag, owner: Owner::of(cx), cx: cx.clone(), asker };
+        let waiter = Waiter { id, tag, owner: Owner::of(cx), cx: cx.clone(), asker, parked: false };
         self.waiting.lock().unwrap().push(waiter);
         Waiting { list: self.waiting.clone(), id }
     }
@@ -121,16 +139,15 @@ impl Callers {
                 .rev()
                 .find(|w| w.tag == tag)
                 .ok_or_else(|| format!("the request this {what} came with is no longer waiting at the gateway"))?,
+            None if owned => waiting.last().ok_or_else(|| nobody(what))?,
             None => {
-                let latest = waiting.last().ok_or_else(|| {
-                    format!("no caller of the gateway is waiting on this server: its {what} is not passed on")
-                })?;
-                let one_caller = owned
-                    || waiting.len() == 1
+                let active: Vec<&Waiter> = waiting.iter().filter(|w| !w.parked).collect();
+                let latest = *active.last().ok_or_else(|| nobody(what))?;
+                let one_caller = active.len() == 1
                     || latest
                         .owner
                         .as_ref()
-                        .is_some_and(|owner| waiting.iter().all(|w| w.owner.as_ref().is_some_and(|o| o.same(owner))));
+                        .is_some_and(|owner| active.iter().all(|w| w.owner.as_ref().is_some_and(|o| o.same(owner))));
                 if !one_caller {
                     return Err(format!(
                         "several callers of the gateway are waiting on this server and its {what} does not say \
@@ -143,7 +160,7 @@ impl Callers {
         Ok((found.cx.clone(), found.asker.clone()))
     }
 
-    /// How many requests wait.
+    /// How many requests wait (parked ones included).
     pub fn len(&self) -> usize {
         self.waiting.lock().unwrap().len()
     }

@@ -166,11 +166,14 @@ impl Upstream {
     }
 
     /// Whether callers get connections of their own: unless the entry says `shared`, the gateway
-    /// has one client, or the upstream speaks 2026-07-28 (whose questions come back in the
-    /// answer to the request they belong to, and which keeps no state between requests).
+    /// has one client, or the upstream speaks 2026-07-28 over HTTP (its questions come back in
+    /// the answer to the request they belong to, its log lines on that request's stream, and it
+    /// keeps no state between requests). A stdio server of either era has one channel for every
+    /// caller's log lines: each caller's own child tells them apart.
     fn splits(&self) -> bool {
         let modern = self.client.read().unwrap().as_ref().is_some_and(|(_, c)| c.description().modern);
-        self.owner.is_none() && !self.config.shared && !self.connector.one_client && !modern
+        let modern_http = modern && matches!(self.config.target, Target::Http(..));
+        self.owner.is_none() && !self.config.shared && !self.connector.one_client && !modern_http
     }
 
     /// Whether this connection serves one caller alone (its questions are that caller's).
@@ -593,6 +596,9 @@ impl Upstream {
                     match cx.ask_keyed(&key, question.method, question.params).await {
                         Err(e) if e.is_input_required() && parked.is_some() => {
                             running.waiting = Some((key, question.reply));
+                            if let Some(waiter) = &running.waiter {
+                                waiter.park();
+                            }
                             if let Some(parked) = parked {
                                 parked.park(running, cx);
                             }

@@ -207,6 +207,7 @@ impl Router {
                 if self.inner.task_forwarder.get().is_some() =>
             {
                 let forwarder = self.inner.task_forwarder.get().cloned().expect("checked");
+                task_methods::gate(method, cx, modern)?;
                 let params: Value = params(&raw)?;
                 forwarder(method.to_owned(), params, cx.clone()).await
             }

@@ -19,8 +19,9 @@ use super::run::missing_extension;
 use super::{account_of, wire};
 use crate::server::RequestContext;
 
-/// Checks the request may use the tasks methods in its era.
-fn gate(method: &str, cx: &RequestContext, modern: bool) -> Result<(), ErrorObject> {
+/// Checks the request may use the tasks methods in its era (also before a router that forwards
+/// them, a gateway, passes them on).
+pub(crate) fn gate(method: &str, cx: &RequestContext, modern: bool) -> Result<(), ErrorObject> {
     if modern {
         if !cx.client_capabilities().has_extension(EXTENSION_ID) {
             return Err(missing_extension(method));
