@@ -14,8 +14,9 @@ use mcp::client::{ServerProcess, Stderr, StdioCommand};
 /// `--`, nothing is started early.
 const DECISIVE: [&str; 6] = ["--env", "--config", "--server", "--url", "--help", "--version"];
 
-/// Commands that start the server their own way.
-const OWN_START: [&str; 2] = ["doctor", "inspect"];
+/// Commands that start the server their own way (the bridge and the gateway start theirs as
+/// upstreams, per session where they isolate them): a server started early would be a second one.
+const OWN_START: [&str; 4] = ["doctor", "inspect", "bridge", "gateway"];
 
 /// Starts the server named after `--` in `args` (the whole command line, program name first).
 pub fn start(args: &[OsString]) -> Option<ServerProcess> {
@@ -29,7 +30,8 @@ fn command(args: &[OsString]) -> Option<StdioCommand> {
     if options.iter().any(|a| is_decisive(&a.to_string_lossy())) {
         return None;
     }
-    // The doctor and the inspector start the server themselves, and time its start.
+    // The doctor and the inspector start the server themselves (and time its start); the
+    // bridge and the gateway start their upstreams themselves.
     if options.iter().any(|a| OWN_START.contains(&a.to_string_lossy().as_ref())) {
         return None;
     }
@@ -66,6 +68,8 @@ mod tests {
             "mcp --config f --server s tools -- true",
             "mcp tools --help -- true",
             "mcp doctor -- true",
+            "mcp bridge --http 127.0.0.1:0 -- true",
+            "mcp --quiet gateway -- true",
         ] {
             assert!(command(&args(line)).is_none(), "{line}");
         }

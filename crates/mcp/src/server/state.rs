@@ -27,7 +27,7 @@ impl StateKey {
     /// A key from the OS's random source.
     pub fn random() -> Self {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the OS random source is unavailable");
+        crate::util::random::fill_or_panic(&mut key);
         StateKey::new(key)
     }
 
