@@ -62,3 +62,29 @@ where
     }
     Ok(whole.unwrap_or_else(|| buffer.freeze()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunked(chunks: &[&'static [u8]]) -> impl http_body::Body<Data = Bytes, Error = Infallible> {
+        let frames: Vec<Result<http_body::Frame<Bytes>, Infallible>> =
+            chunks.iter().map(|c| Ok(http_body::Frame::data(Bytes::from_static(c)))).collect();
+        http_body_util::StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_once_within_its_limit() {
+        let body = read_limited(chunked(&[b"ab", b"cd", b"e"]), 5, Some(5)).await.unwrap();
+        assert_eq!(&body[..], b"abcde");
+        let body = read_limited(chunked(&[b"ab", b"cd"]), 5, None).await.unwrap();
+        assert_eq!(&body[..], b"abcd");
+        assert!(matches!(read_limited(chunked(&[b"ab", b"cd"]), 3, None).await, Err(ReadError::TooLarge)));
+        assert!(matches!(read_limited(chunked(&[b"a"]), 3, Some(4)).await, Err(ReadError::TooLarge)));
+        // A body in one chunk is that chunk, not a copy.
+        let one: &'static [u8] = b"only";
+        let body = read_limited(chunked(&[one]), 10, Some(4)).await.unwrap();
+        assert_eq!(body.as_ptr(), one.as_ptr());
+        assert!(read_limited(chunked(&[]), 10, None).await.unwrap().is_empty());
+    }
+}

@@ -409,7 +409,7 @@ impl Router {
             (ToolErrorKind::InputRequired { requests }, Some(call)) => {
                 let config = &self.inner.config;
                 let fp = call.fingerprint(config.value_budget)?;
-                let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
+                let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl)?;
                 to_value(InputRequiredResult {
                     result_type: ResultType::InputRequired,
                     input_requests: Some(requests),

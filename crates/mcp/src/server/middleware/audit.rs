@@ -465,6 +465,41 @@ impl Middleware for AuditLog {
 mod tests {
     use super::*;
 
+    /// A destination that takes nothing until it is let go (a pipe nobody reads).
+    struct Stalled(std::sync::mpsc::Receiver<()>);
+
+    impl Write for Stalled {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Logging never waits for the destination: past the queue, lines are dropped and counted.
+    #[test]
+    fn a_stalled_destination_drops_and_counts_without_waiting() {
+        let (release, stalled) = std::sync::mpsc::channel();
+        let log = AuditLog::to_writer(Stalled(stalled));
+        let before = dropped_lines();
+        let started = Instant::now();
+        for i in 0..QUEUE_LINES + 1000 {
+            log.write_line(format!("{{\"n\":{i}}}\n").into_bytes());
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "logging waited: {:?}", started.elapsed());
+        // The writer holds one line; the queue the next QUEUE_LINES; the rest are dropped.
+        let dropped = log.dropped();
+        assert!((999..=1000).contains(&dropped), "{dropped} dropped");
+        assert!(dropped_lines() - before >= dropped, "the process-wide count includes them");
+        assert!(!log.flush(Duration::from_millis(100)), "a stalled writer is not waited on past the deadline");
+        drop(release); // the destination takes everything again
+        assert!(log.flush(Duration::from_secs(5)));
+        log.write_line(b"{}\n".to_vec());
+        assert_eq!(log.dropped(), dropped, "an empty queue takes lines again");
+    }
+
     /// The line is the JSON of a sorted map of its fields, byte for byte, as it always was.
     #[test]
     fn a_line_is_its_fields_sorted() {
