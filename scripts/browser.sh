@@ -13,6 +13,14 @@ if ! "$venv/bin/python" -c 'import playwright' 2>/dev/null; then
     python3 -m venv "$venv" >&2
     "$venv/bin/pip" install -q --disable-pip-version-check "playwright==$PLAYWRIGHT" >&2
 fi
+# axe-core from npm: the accessibility audit the checks inject into the page.
+AXE=${AXE_VERSION:-4.14.1}
+if [ ! -f "$CACHE/axe-$AXE/node_modules/axe-core/axe.min.js" ]; then
+    npm install --prefix "$CACHE/axe-$AXE" --no-audit --no-fund --loglevel=error "axe-core@$AXE" >&2
+fi
+export AXE_JS="$CACHE/axe-$AXE/node_modules/axe-core/axe.min.js"
+# Screenshots of every tab, for a person to look at.
+export MCP_SCREENSHOTS=${MCP_SCREENSHOTS:-target/browser-screenshots}
 chromium=${CHROMIUM:-$(command -v chromium || true)}
 [ -n "$chromium" ] && [ -x "$chromium" ] || { echo "browser tests: chromium not found (apt-get install chromium)" >&2; exit 1; }
 

@@ -4,8 +4,10 @@
 # stdio and Streamable HTTP, and one that requires OAuth; the TypeScript client drives
 # mcp-example over both, and over HTTPS; both SDKs' clients, holding a bearer token from the
 # test authorization server, call a protected paypedia; the TypeScript and Python clients and
-# `mcp` on three mcp-example nodes behind nginx. Installs Node 22, the SDKs and the authorization server when
-# needed.
+# `mcp` on three mcp-example nodes behind nginx; the servers people deploy (Python SDK 1.x,
+# FastMCP 2.x, an older server-everything, the TypeScript SDK v1 stateless and stateful) and
+# Claude Code driven headless (tests/interop/deployed.sh). Installs Node 22, the SDKs, the
+# servers, Claude Code and the authorization server when needed (cached in $INTEROP_CACHE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -184,6 +186,10 @@ wait_port "$ev_port"
 check "mcp doctor names server-everything's missing HTTP guards (exit code 1)" bash -c \
     '"$0" doctor --url "$1" > "$2"; [ $? -eq 1 ] && grep -q "error\[http-origin\]" "$2" && grep -q "error\[http-host\]" "$2" && grep -q "error\[http-unknown-session\]" "$2"' \
     "$mcp" "http://127.0.0.1:$ev_port/mcp" "$work/doctor-everything.txt"
+
+# The servers people run today (Python SDK 1.x, FastMCP 2.x, older TypeScript servers) and a real
+# host (Claude Code), each within a wall-clock ceiling.
+source tests/interop/deployed.sh
 
 # A cluster: three mcp-example nodes sharing one Redis behind nginx, round-robin, no stickiness
 # (deploy/cluster). The TypeScript client keeps one legacy session across the nodes; `mcp`

@@ -67,6 +67,27 @@ def status_of(url, headers=None, data=None):
         return e.code, e.read().decode()
 
 
+# What a person sees: where screenshots go, axe-core (from npm) and what is measured of each tab.
+SHOTS = os.environ.get("MCP_SCREENSHOTS", "target/browser-screenshots")
+AXE_SOURCE = open(os.environ["AXE_JS"]).read() if os.environ.get("AXE_JS") else ""
+if not AXE_SOURCE:
+    raise SystemExit("AXE_JS must name axe-core's axe.min.js (scripts/browser.sh installs it)")
+AXE_RUN = """axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => (
+  {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))})))"""
+TAB_LOOKS = """(() => {
+  const rgb = c => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const behind = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3); } return [255, 255, 255]; };
+  return [...document.querySelectorAll("#tabs button")].map(b => {
+    const box = b.getBoundingClientRect(), fg = lum(rgb(getComputedStyle(b).color)), bg = lum(behind(b));
+    return {tab: b.textContent.trim(), width: box.width, height: box.height,
+      inView: box.top >= 0 && box.left >= 0 && box.bottom <= innerHeight && box.right <= innerWidth,
+      contrast: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05)};
+  });
+})()"""
+
 proc, URL = start_inspector(EXAMPLE)
 BASE, TOKEN = URL.split("/?token=")
 PORT = int(BASE.rsplit(":", 1)[1])
@@ -185,6 +206,35 @@ with sync_playwright() as pw:
             expect(page.locator("#tab-server")).to_contain_text("server/discover")
 
     check("the page shows the server: name, era, capabilities, server/discover", server_shown)
+
+    def tab_names_visible():
+        """Each tab's name as a person sees it: a box on the screen, and text whose colour stands
+        out from what is behind it (WCAG contrast, 4.5:1 for text this size)."""
+        seen = page.evaluate(TAB_LOOKS)
+        assert len(seen) == 9, seen
+        hidden = [t for t in seen if t["width"] < 8 or t["height"] < 8 or not t["inView"] or t["contrast"] < 4.5]
+        assert not hidden, f"tab names a person cannot read: {hidden}"
+
+    check("every tab's name is on screen, in a colour that stands out from its background", tab_names_visible)
+
+    def every_tab_audited():
+        """Each tab opened as a person would (a click on its name), photographed, and audited by
+        axe-core: no serious or critical violation (contrast, names of controls, roles...)."""
+        os.makedirs(SHOTS, exist_ok=True)
+        page.evaluate(AXE_SOURCE + "\n;0")
+        problems = []
+        for tab in page.locator("#tabs button").all():
+            name = tab.get_attribute("data-tab")
+            tab.click()
+            expect(page.locator(f"#tab-{name}")).to_be_visible()
+            page.screenshot(path=os.path.join(SHOTS, f"{'legacy' if LEGACY else 'modern'}-{name}.png"), full_page=True)
+            for v in page.evaluate(AXE_RUN):
+                if v["impact"] in ("serious", "critical"):
+                    problems.append(f"{name}: {v['id']} ({v['impact']}) {v['help']}: {v['nodes']}")
+        page.locator('#tabs button[data-tab="server"]').click()
+        assert not problems, "\n".join(problems)
+
+    check("every tab is audited by axe-core (no serious violation) and photographed", every_tab_audited)
 
     def open_tool(name):
         page.click('#tabs button[data-tab="tools"]')

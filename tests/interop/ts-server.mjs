@@ -1,5 +1,7 @@
 // An MCP server written with the official TypeScript SDK, for interoperability tests:
-// `node ts-server.mjs` serves stdio; `node ts-server.mjs --http PORT` serves Streamable HTTP at /mcp.
+// `node ts-server.mjs` serves stdio; `node ts-server.mjs --http PORT` serves Streamable HTTP at /mcp,
+// with sessions, or without (`--stateless`: a new server and transport for every request, as the
+// SDK's stateless examples do).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -35,6 +37,12 @@ if (http < 0) {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
+    if (process.argv.includes("--stateless")) {
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => transport.close());
+      await build().connect(transport);
+      return transport.handleRequest(req, res, body);
+    }
     const sid = req.headers["mcp-session-id"];
     let transport = sid ? transports.get(sid) : undefined;
     if (!transport) {

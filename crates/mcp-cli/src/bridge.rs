@@ -21,25 +21,25 @@ pub struct BridgeArgs {
     /// Leave out the server's tools matching GLOB (`*` and `?`; repeatable)
     #[arg(long = "ignore-tool", value_name = "GLOB")]
     pub ignore_tools: Vec<String>,
+    /// Worker threads (default: one per core with --http, one on stdio)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// How to serve (stdio unless --http).
     #[command(flatten)]
     pub serve: ServeArgs,
 }
 
-/// The one upstream a bridge forwards to.
+/// The one upstream a bridge forwards to. Over HTTP each caller (legacy session or account)
+/// gets a child of its own, as behind the gateway, so that the server's questions and roots
+/// stay that caller's.
 pub fn upstream(args: &BridgeArgs, target: Target) -> UpstreamConfig {
+    let key = match &target {
+        Target::Stdio(command) => command.program.clone(),
+        Target::Http(url, ..) => url.clone(),
+    };
     UpstreamConfig {
-        key: match &target {
-            Target::Stdio(command) => command.program.clone(),
-            Target::Http(url, ..) => url.clone(),
-        },
-        target,
-        prefix: String::new(),
-        allow: Vec::new(),
         deny: args.ignore_tools.iter().map(|g| Glob::new(g)).collect(),
-        shared: true,
-        scopes: Vec::new(),
-        tool_scopes: Default::default(),
+        ..UpstreamConfig::plain(key, target)
     }
 }
 

@@ -431,25 +431,33 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
         let oauth = cli.auth.authorizer(entry, &cli.cacerts).map_err(Failure::Usage)?;
         options.auth = Some(Arc::new(oauth));
     }
-    // The era of a stdio server is remembered between runs (`mcp discover` always probes).
-    let remembered = match &target {
-        Target::Stdio(command) if !cli.legacy => Some((eras::Eras::load(), eras::key(command))),
-        _ => None,
-    };
-    let use_memory = !cli.reprobe && !matches!(cli.command, Command::Discover);
-    if let Some((eras, key)) = remembered.as_ref().filter(|_| use_memory) {
-        options.known_era = eras.get(key);
+    // The era of a server is remembered between runs (`mcp discover` always probes).
+    let use_memory = !cli.legacy && !cli.reprobe && !matches!(cli.command, Command::Discover);
+    if use_memory {
+        options.known_era = eras::recall(&target);
     }
+    let remembered = options.known_era.is_some();
     let client = target.connect(options, early).await.map_err(|e| {
+        if remembered {
+            eras::forget(&target); // the next run probes afresh
+        }
         if e.is_auth_required() {
             Failure::AuthRequired(e.to_string())
         } else {
             Failure::Connect(format!("{e}"))
         }
     })?;
-    let result = execute(cli, &client).await;
-    if let (Some((mut eras, key)), Ok(era)) = (remembered, client.era().await) {
-        eras.remember(key, &era);
+    let mut result = execute(cli, &client).await;
+    match client.era().await {
+        Ok(era) if !cli.legacy => eras::record(&target, &era),
+        Ok(_) => {}
+        Err(e) => {
+            // A remembered era could not be confirmed: the server is not (or no longer) there.
+            eras::forget(&target);
+            if matches!(result, Err(Failure::Protocol(_))) {
+                result = Err(Failure::Connect(e.to_string()));
+            }
+        }
     }
     // The polite shutdown (stdin closed, the server's exit awaited) starts first, so the server
     // exits while the answer is printed.
@@ -465,9 +473,9 @@ async fn run(cli: &Cli, early: Option<ServerProcess>) -> Result<Value, Failure> 
 /// How the gateway and the bridge reach upstreams: `interactive` lets an authorization open a
 /// browser (the bridge, started by a host on someone's desktop); the gateway uses stored
 /// tokens and client credentials only.
-fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connector, Failure> {
+fn connector(cli: &Cli, interactive: bool, name: &str) -> Result<gateway::upstream::Connector, Failure> {
     let mut options = options(cli)?;
-    options.client_info = mcp::types::lifecycle::Implementation::new("mcp-gateway", env!("CARGO_PKG_VERSION"));
+    options.client_info = mcp::types::lifecycle::Implementation::new(name, env!("CARGO_PKG_VERSION"));
     options.timeout = Duration::from_secs(cli.timeout.max(1)).max(Duration::from_secs(300));
     options.max_timeout = Duration::from_secs(3600);
     // Every message the upstream logs comes: each downstream client's own level filters them.
@@ -488,6 +496,7 @@ fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connecto
             };
             Ok(Arc::new(oauth) as Arc<dyn mcp::client::auth::Authorizer>)
         }),
+        one_client: false,
     })
 }
 
@@ -495,7 +504,7 @@ fn connector(cli: &Cli, interactive: bool) -> Result<gateway::upstream::Connecto
 async fn gateway_command(cli: &Cli, args: &gateway::GatewayArgs) -> Result<Value, Failure> {
     let path = cli.config.as_ref().ok_or_else(|| Failure::Usage("mcp gateway needs --config FILE".into()))?;
     let upstreams = gateway::config::load(path).map_err(Failure::Usage)?;
-    let connector = connector(cli, false)?;
+    let connector = connector(cli, false, "mcp-gateway")?;
     gateway::serve(upstreams, &args.serve, connector, "mcp-gateway").await.map_err(Failure::Usage)?;
     Ok(Value::Null)
 }
@@ -589,7 +598,7 @@ async fn bridge_command(cli: &Cli, args: &bridge::BridgeArgs) -> Result<Value, F
         stdio => stdio,
     };
     let upstream = bridge::upstream(args, target);
-    let connector = connector(cli, true)?;
+    let connector = connector(cli, true, "mcp-bridge")?;
     gateway::serve(vec![upstream], &args.serve, connector, "mcp-bridge").await.map_err(Failure::Usage)?;
     Ok(Value::Null)
 }
@@ -692,6 +701,15 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
         Command::Tools => Ok(json!({"tools": client.list_tools().await.map_err(protocol)?})),
         Command::Call { name, pairs, args, detach } => call(cli, client, name, pairs, args.as_deref(), *detach).await,
         Command::Task { action } => task(client, action).await,
+        Command::Resources | Command::Templates | Command::Prompts if !declared(client, &cli.command).await => {
+            let (key, capability) = match cli.command {
+                Command::Prompts => ("prompts", "prompts"),
+                Command::Templates => ("resourceTemplates", "resources"),
+                _ => ("resources", "resources"),
+            };
+            let note = format!("the server offers no {capability}: it did not declare the {capability} capability");
+            Ok(json!({key: [], "note": note}))
+        }
         Command::Resources => Ok(json!({"resources": client.list_resources().await.map_err(protocol)?})),
         Command::Templates => {
             Ok(json!({"resourceTemplates": client.list_resource_templates().await.map_err(protocol)?}))
@@ -712,6 +730,17 @@ async fn execute(cli: &Cli, client: &Client) -> Result<Value, Failure> {
             let argument = CompletionArgument { name: argument.clone(), value: value.clone() };
             client.complete(reference, argument).await.map(|r| json!(r)).map_err(protocol)
         }
+    }
+}
+
+/// Whether the server declared the capability a listing command needs (the lifecycle: use only
+/// what was negotiated). A remembered modern era is confirmed first.
+async fn declared(client: &Client, command: &Command) -> bool {
+    let _ = client.era().await;
+    let capabilities = client.description().capabilities;
+    match command {
+        Command::Prompts => capabilities.prompts.is_some(),
+        _ => capabilities.resources.is_some(),
     }
 }
 
@@ -883,16 +912,16 @@ fn main() -> ExitCode {
             e.exit()
         }
     };
-    // One thread: a forwarded call hops between half a dozen tasks (the client's reader, the
-    // upstream's writer and reader, the handler), and on one thread each hop is a switch, not a
-    // wake-up of another core; the upstream processes do the work. (MCP_GATEWAY_THREADS=N runs
-    // the gateway on N.)
-    let threads = std::env::var("MCP_GATEWAY_THREADS").ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(1);
-    let runtime = match cli.command {
-        Command::Gateway(_) | Command::Bridge(_) if threads > 1 => {
-            tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
-        }
-        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    // Client commands run on one thread; the gateway and the bridge on as many as they serve
+    // (see `gateway::worker_threads`).
+    let threads = match &cli.command {
+        Command::Gateway(args) => gateway::worker_threads(args.threads, &args.serve),
+        Command::Bridge(args) => gateway::worker_threads(args.threads, &args.serve),
+        _ => 1,
+    };
+    let runtime = match threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
     }
     .expect("a tokio runtime");
     let result = runtime.block_on(run(&cli, early));

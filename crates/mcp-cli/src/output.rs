@@ -101,10 +101,21 @@ pub fn human(command: &str, value: &Value) -> String {
                 "templates" => "resourceTemplates",
                 _ => "prompts",
             };
+            if let Some(note) = value["note"].as_str() {
+                out.push_str(&format!("({note})\n"));
+            }
             for r in value[key].as_array().into_iter().flatten() {
                 let id = r["uri"].as_str().or(r["uriTemplate"].as_str()).or(r["name"].as_str()).unwrap_or("?");
                 let about = r["description"].as_str().or(r["name"].as_str()).unwrap_or("");
                 out.push_str(&format!("{id}\n    {about}\n"));
+                for a in r["arguments"].as_array().into_iter().flatten() {
+                    let optional = if a["required"] == true { "" } else { "?" };
+                    let name = a["name"].as_str().unwrap_or("?");
+                    match a["description"].as_str() {
+                        Some(d) => out.push_str(&format!("    {name}{optional}: {d}\n")),
+                        None => out.push_str(&format!("    {name}{optional}\n")),
+                    }
+                }
             }
         }
         "read" => {

@@ -210,11 +210,12 @@ fn a_servers_era_is_remembered_between_runs() {
     let example = example();
     let server = ["--", example.to_str().unwrap()];
     let tools = [&["--trace", "--json", "tools"][..], &server].concat();
-    // First run: the probe is answered before the request goes out.
+    // First run: the probe (a `ping`, which a 2026-07-28 server does not know, then
+    // `server/discover`) is answered before the request goes out.
     let first = run_with_cache(cache.path(), &tools);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     let sent = traced_methods(&first);
-    assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/list"], "{sent:?}");
+    assert_eq!(sent[..5], ["→ ping", "← answer 1", "→ server/discover", "← answer 2", "→ tools/list"], "{sent:?}");
     // Second run: the request goes out alongside the probe, one round trip instead of two.
     let second = run_with_cache(cache.path(), &tools);
     assert_eq!(json(&second), json(&first));
@@ -227,17 +228,26 @@ fn a_servers_era_is_remembered_between_runs() {
     assert_eq!(sent[..3], ["→ server/discover", "← answer 1", "→ tools/call"], "{sent:?}");
     // --reprobe forgets it for one run.
     let sent = traced_methods(&run_with_cache(cache.path(), &[&["--reprobe"][..], &tools].concat()));
-    assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
-    // The same command in another environment is another server, probed afresh.
-    let other = Command::new(mcp())
+    assert_eq!(sent[..2], ["→ ping", "← answer 1"], "{sent:?}");
+    // Another working directory and another shell environment (a `cd`, a new tab) are the same
+    // server: still remembered.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let moved = Command::new(mcp())
         .args(&tools)
         .env("XDG_CACHE_HOME", cache.path())
-        .env("SOME_SERVER_MODE", "other")
+        .env("OLDPWD", "/somewhere/else")
+        .env("SOME_UNRELATED_VARIABLE", "changed")
+        .current_dir(elsewhere.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    let sent = traced_methods(&moved);
+    assert_eq!(sent[..2], ["→ server/discover", "→ tools/list"], "{sent:?}");
+    // The same command with another environment of its own (`--env`, an entry's "env") is
+    // another server, probed afresh.
+    let other = run_with_cache(cache.path(), &[&["--env", "SOME_SERVER_MODE=other"][..], &tools].concat());
     let sent = traced_methods(&other);
-    assert_eq!(sent[..2], ["→ server/discover", "← answer 1"], "{sent:?}");
+    assert_eq!(sent[..2], ["→ ping", "← answer 1"], "{sent:?}");
 }
 
 #[test]
@@ -246,7 +256,7 @@ fn a_wrong_memory_costs_a_fallback_not_a_wrong_answer() {
     let log = cache.path().join("calls.log");
     let script = legacy_server(&log);
     let server = ["--", "sh", "-c", &script];
-    // Learn that it is legacy: probed, refused, initialized.
+    // Learn that it is legacy: its answer to `ping` says so, and it is initialized.
     let out = run_with_cache(cache.path(), &[&["--trace", "--json", "tools"][..], &server].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(&out)["tools"][0]["name"], "antique");

@@ -167,6 +167,7 @@ fn each_listing_of_an_upstreams_tools_is_audited_with_their_hashes() {
     let log = dir.path().join("audit.jsonl");
     let gateway =
         Gateway::try_start_with(json!({"example": stdio(example())}), &["--audit-log", log.to_str().unwrap()]).unwrap();
+    gateway.wait_ready();
     // The log's own thread writes the line (requests never wait for it): a moment after the start.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let listing: Value = loop {
@@ -189,15 +190,76 @@ fn each_listing_of_an_upstreams_tools_is_audited_with_their_hashes() {
     drop(gateway);
 }
 
-#[test]
-fn names_that_would_clash_without_a_prefix_stop_the_start() {
-    let error = Gateway::try_start(json!({
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_that_clash_are_served_from_the_first_upstream_and_reported_by_readyz() {
+    let gateway = Gateway::try_start(json!({
         "one": {"command": example(), "prefix": ""},
         "two": {"command": example(), "prefix": ""},
     }))
-    .err()
-    .expect("a clash is refused");
-    assert!(error.contains("already served by another upstream") && error.contains("echo"), "{error}");
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let page = loop {
+        let (status, page) = gateway.page("/readyz");
+        if status == 503 && page.contains("two: ") && page.contains("\"echo\"") {
+            break page;
+        }
+        assert!(Instant::now() < deadline, "the clash is not reported: {status} {page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(page.contains("give it a \"prefix\""), "{page}");
+    assert!(!page.contains("one: "), "the first upstream keeps its names: {page}");
+    let client = connect(&gateway.url, false).await;
+    assert_eq!(text(&client.call_tool("echo", json!({"text": "first"})).await.unwrap()), "first");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_upstream_stalls_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    // Reads everything, answers nothing: not even `initialize`.
+    let deaf = dir.path().join("deaf.sh");
+    std::fs::write(&deaf, "exec cat > /dev/null\n").unwrap();
+    let started = Instant::now();
+    let gateway = Gateway::try_start(json!({
+        "deaf": {"command": "sh", "args": [deaf]},
+        "example": stdio(example()),
+    }))
+    .unwrap();
+    let listening = started.elapsed();
+    let client = connect(&gateway.url, false).await;
+    let echoed = client.call_tool("example__echo", json!({"text": "not held"})).await.unwrap();
+    let answered = started.elapsed();
+    assert_eq!(text(&echoed), "not held");
+    eprintln!("listening after {listening:?}, the other upstream's tool answered after {answered:?}");
+    assert!(answered < Duration::from_secs(10), "a hung upstream held the others: {answered:?}");
+    let (status, page) = gateway.page("/readyz");
+    assert_eq!(status, 503, "{page}");
+    assert!(page.contains("deaf: not connected") && !page.contains("example:"), "{page}");
+}
+
+#[test]
+fn a_misspelt_key_stops_the_start_naming_both() {
+    let error = Gateway::try_start(json!({"ex": {"command": example(), "denyTool": ["echo"]}}))
+        .err()
+        .expect("a misspelt filter is refused");
+    assert!(error.contains("\"denyTool\"") && error.contains("\"denyTools\""), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_copies_of_one_server_are_served_side_by_side_with_their_uris_from_the_first() {
+    let gateway = Gateway::start(json!({
+        "a": {"command": example()},
+        "b": {"command": example()},
+    }));
+    let client = connect(&gateway.url, false).await;
+    let names: BTreeSet<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(names.contains("a__echo") && names.contains("b__echo"), "{names:?}");
+    assert_eq!(text(&client.call_tool("b__echo", json!({"text": "two"})).await.unwrap()), "two");
+    let resources = client.list_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    let unique: BTreeSet<&str> = uris.iter().copied().collect();
+    assert_eq!(uris.len(), unique.len(), "each URI once: {uris:?}");
+    assert!(!uris.is_empty());
+    assert!(client.read_resource(uris[0]).await.is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,24 +338,33 @@ async fn a_hundred_sessions_on_one_child_get_their_own_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_legacy_session_has_its_own_child_ended_with_the_session() {
-    let gateway = Gateway::start(json!({"example": stdio(example())}));
-    assert_eq!(children(gateway.pid(), "mcp-example").len(), 1, "the child that lists");
+    let dir = tempfile::tempdir().unwrap();
+    // A legacy server may ask a session something: each session gets its own child. A
+    // 2026-07-28 server asks in its answers: every caller shares the child that lists.
+    let gateway =
+        Gateway::start(json!({"old": legacy_server(dir.path(), &unique_sleep()), "example": stdio(example())}));
+    assert_eq!(children(gateway.pid(), "legacy.sh").len(), 1, "the child that lists");
     let mut sessions = Vec::new();
     for i in 0..3 {
         let client = connect(&gateway.url, true).await;
-        let result = client.call_tool("example__echo", json!({"text": format!("s{i}")})).await.unwrap();
-        assert_eq!(text(&result), format!("s{i}"));
+        let result = client.call_tool("old__antique", json!({})).await.unwrap();
+        assert_eq!(text(&result), "from 2025-06-18");
+        assert_eq!(
+            text(&client.call_tool("example__echo", json!({"text": format!("s{i}")})).await.unwrap()),
+            format!("s{i}")
+        );
         sessions.push(client);
     }
     let modern = connect(&gateway.url, false).await;
-    assert_eq!(text(&modern.call_tool("example__echo", json!({"text": "m"})).await.unwrap()), "m");
-    assert_eq!(children(gateway.pid(), "mcp-example").len(), 4, "one more per legacy session");
-    assert!(gateway.page("/metrics").1.contains("mcp_gateway_session_children{upstream=\"example\"} 3"));
+    assert_eq!(text(&modern.call_tool("old__antique", json!({})).await.unwrap()), "from 2025-06-18");
+    assert_eq!(children(gateway.pid(), "legacy.sh").len(), 4, "one more per legacy session");
+    assert_eq!(children(gateway.pid(), "mcp-example").len(), 1, "a 2026-07-28 server's child is shared");
+    assert!(gateway.page("/metrics").1.contains("mcp_gateway_session_children{upstream=\"old\"} 3"));
     for client in sessions {
         client.close().await; // DELETE: the session ends
     }
     let deadline = Instant::now() + Duration::from_secs(15);
-    while children(gateway.pid(), "mcp-example").len() > 1 {
+    while children(gateway.pid(), "legacy.sh").len() > 1 {
         assert!(Instant::now() < deadline, "the sessions' children outlived them: {}", gateway.page("/metrics").1);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -319,19 +319,34 @@ fn two_bridges_started_at_once_make_one_authorization() {
 /// A 2026-07-28 `tools/call` of `tool` at `url` with a bearer `token` (none when empty):
 /// status, head, body.
 fn call_with_token(url: &str, token: &str, tool: &str, arguments: Value) -> (u16, String, String) {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool, "arguments": arguments, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}}});
+    let params = serde_json::json!({"name": tool, "arguments": arguments});
+    request_with_token(url, token, "tools/call", params, Some(tool))
+}
+
+/// A 2026-07-28 request of `method` with `params` at `url` with a bearer `token` (none when
+/// empty), `named` mirrored in `Mcp-Name`: status, head, body.
+fn request_with_token(
+    url: &str,
+    token: &str,
+    method: &str,
+    mut params: Value,
+    named: Option<&str>,
+) -> (u16, String, String) {
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}});
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let bearer = format!("Bearer {token}");
     let mut headers = vec![
         ("accept", "application/json, text/event-stream"),
         ("content-type", "application/json"),
         ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", tool),
+        ("mcp-method", method),
     ];
+    if let Some(named) = named {
+        headers.push(("mcp-name", named));
+    }
     if !token.is_empty() {
         headers.push(("authorization", bearer.as_str()));
     }
@@ -374,6 +389,45 @@ fn the_gateway_asks_a_scope_per_upstream_and_per_tool() {
     let foreign = other.machine_token("machine-basic", "http://127.0.0.1:1/mcp", "tools:use");
     let (status, _, _) = call_with_token(&url, &foreign, "ex__echo", serde_json::json!({"text": "x"}));
     assert_eq!(status, 401);
+}
+
+#[test]
+fn an_upstreams_scopes_guard_its_resources_templates_prompts_and_completions_too() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let auth = AuthServer::start(&["--resource", &format!("{url}=tools:use,other,prompts:greet")]);
+    let servers = serde_json::json!({"ex": {"command": example(), "scopes": ["tools:use"],
+        "promptScopes": {"greet": "prompts:greet"}}});
+    let gateway = Gateway::launch(servers, &format!("127.0.0.1:{port}"), &["--auth-issuer", &auth.issuer], &[])
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e}"));
+    let greet_ref = serde_json::json!({"ref": {"type": "ref/prompt", "name": "ex__greet"}, "argument": {"name": "name", "value": "A"}});
+    let template_ref = serde_json::json!({"ref": {"type": "ref/resource", "uri": "example://greeting/{name}"},
+        "argument": {"name": "name", "value": "A"}});
+    let requests: [(&str, Value, Option<&str>); 5] = [
+        ("resources/read", serde_json::json!({"uri": "example://about"}), Some("example://about")),
+        ("resources/read", serde_json::json!({"uri": "example://greeting/Ada"}), Some("example://greeting/Ada")),
+        ("prompts/get", serde_json::json!({"name": "ex__greet", "arguments": {"name": "Ada"}}), Some("ex__greet")),
+        ("completion/complete", greet_ref, None),
+        ("completion/complete", template_ref, None),
+    ];
+    let outsider = auth.machine_token("machine-basic", &url, "other");
+    let user = auth.machine_token("machine-basic", &url, "tools:use");
+    let greeter = auth.machine_token("machine-basic", &url, "tools:use prompts:greet");
+    for (method, params, named) in &requests {
+        let (status, head, body) = request_with_token(&url, &outsider, method, params.clone(), *named);
+        assert_eq!(status, 403, "{method} {params} without the upstream's scope: {head}\n{body}");
+        assert!(head.contains("error=\"insufficient_scope\"") && head.contains("tools:use"), "{head}");
+        let greeting = params.to_string().contains("ex__greet");
+        let token = if greeting { &greeter } else { &user };
+        let (status, _, body) = request_with_token(&url, token, method, params.clone(), *named);
+        assert_eq!(status, 200, "{method} {params} with the scopes: {body}");
+        assert!(!body.contains("\"error\""), "{method}: {body}");
+    }
+    // The prompt's own scope on top of the upstream's.
+    let (status, head, _) = request_with_token(&url, &user, "prompts/get", requests[2].1.clone(), Some("ex__greet"));
+    assert_eq!(status, 403, "{head}");
+    assert!(head.contains("prompts:greet"), "{head}");
+    drop(gateway);
 }
 
 #[test]

@@ -229,7 +229,7 @@ impl Server {
         if !self.tools_changed.swap(false, Ordering::SeqCst) {
             return Ok(false);
         }
-        let tools = client.list_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+        let tools = list_declared_tools(client).await?;
         *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
         Ok(true)
     }
@@ -283,8 +283,18 @@ async fn connect(entry: &ServerEntry, options: ClientOptions) -> Result<(Client,
         }
     }
     .map_err(|e| e.to_string())?;
-    let tools = client.list_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+    let tools = list_declared_tools(&client).await?;
     Ok((client, tools))
+}
+
+/// The server's tools if it declared the capability (the lifecycle: use only what was
+/// negotiated; a server of prompts or resources alone is asked for none).
+async fn list_declared_tools(client: &Client) -> Result<Vec<Tool>, String> {
+    let _ = client.era().await;
+    if client.description().capabilities.tools.is_none() {
+        return Ok(Vec::new());
+    }
+    client.list_tools().await.map_err(|e| format!("tools/list failed: {e}"))
 }
 
 #[cfg(test)]

@@ -348,3 +348,31 @@ async fn a_skill_reaches_the_model_only_once_the_person_approved_its_digest() {
     let host = host_with_skill(anthropic(&provider.url), "Always greet in French.", Arc::new(NoOne), fresh).await;
     assert!(host.skills().is_empty());
 }
+
+#[tokio::test]
+async fn a_server_that_declared_no_tools_is_not_asked_for_them() {
+    // A legacy server of prompts alone, in a few lines of shell, that answers any method it does
+    // not know with "method not found" and writes down every method it is sent.
+    let log = std::env::temp_dir().join(format!("mcp-host-prompts-only-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let script = r#"while IFS= read -r line; do
+  printf '%s\n' "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p' >> 'LOG'
+  id=$(printf '%s' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  [ -n "$id" ] || continue
+  case "$line" in
+    *'"method":"initialize"'*) r='{"protocolVersion":"2025-06-18","capabilities":{"prompts":{}},"serverInfo":{"name":"prompts-only","version":"1"}}' ;;
+    *'"method":"ping"'*) r='{}' ;;
+    *) printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id"; continue ;;
+  esac
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$r"
+done"#
+        .replace("LOG", log.to_str().unwrap());
+    let mut entry = ServerEntry::named("prompts-only", true);
+    entry.transport =
+        mcp_host::servers::Transport::Stdio(mcp::client::StdioCommand::new("sh").args(["-c".to_owned(), script]));
+    let servers = mcp_host::servers::start_all(vec![entry], &[], &|_| mcp::client::ClientOptions::default()).await;
+    assert!(servers[0].is_ready(), "{:?}", servers[0].state());
+    let methods = std::fs::read_to_string(&log).unwrap();
+    assert!(!methods.contains("tools/list"), "{methods}");
+    let _ = std::fs::remove_file(&log);
+}

@@ -195,13 +195,19 @@ impl App {
     }
 
     /// Writes `bytes` to `at` atomically: a temporary file beside it, then a rename over it. An
-    /// existing file keeps its permissions; a symlink in its place is replaced, never written
-    /// through; another hard link to the old file keeps the old contents. `create_only` refuses
+    /// existing file keeps its permissions; a symlink in its place is refused as `edit_file`
+    /// refuses it (not followed, or leading outside), else replaced, never written through;
+    /// another hard link to the old file keeps the old contents. `create_only` refuses
     /// an existing name.
     pub fn write_atomic(&self, at: &Located, bytes: &[u8]) -> Result<(), ToolError> {
         self.check_writable()?;
         let (dir, name) = open_parent(at.root.fd(), &at.rel, self.policy).map_err(|e| self.fail(&e, at))?;
         let mode = match statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                // The link must be one the server would follow, as a read or an edit would.
+                self.open(at, OFlags::RDONLY)?;
+                Mode::from_raw_mode(0o644)
+            }
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
                 return Err(ToolError::new(format!("{} is a directory: it cannot be written as a file", at.shown())))
             }

@@ -72,10 +72,17 @@ fn writes_and_moves_cannot_leave_the_root() {
         }
         assert!(!tree.path("outside/new.txt").exists() && !tree.path("allowed-evil/new.txt").exists());
         assert!(!tree.path("outside/new.txt.d").exists());
-        // Writing over a symlink replaces the link; the file it pointed to is untouched.
-        ok(&call(&mut s, "write_file", json!({"path": "rel-out", "content": "replaced"})));
+        // Writing onto a symlink that points out is refused, as editing it is, in the same
+        // words; the link and the file it points to are untouched.
+        let written = refused(&call(&mut s, "write_file", json!({"path": "rel-out", "content": "replaced"})));
+        let edited = refused(&call(
+            &mut s,
+            "edit_file",
+            json!({"path": "rel-out", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ));
+        assert_eq!(written, edited);
         assert_eq!(std::fs::read_to_string(tree.path("outside/secret.txt")).unwrap(), SECRET);
-        assert_eq!(std::fs::read_to_string(tree.path("allowed/rel-out")).unwrap(), "replaced");
+        assert!(std::fs::symlink_metadata(tree.path("allowed/rel-out")).unwrap().file_type().is_symlink());
         // Over a hard link: the other name keeps the old contents.
         ok(&call(&mut s, "write_file", json!({"path": "hard", "content": "new"})));
         assert_eq!(std::fs::read_to_string(tree.path("outside/secret.txt")).unwrap(), SECRET);

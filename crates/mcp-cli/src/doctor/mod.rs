@@ -169,6 +169,7 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
             format!("legacy {}", d.protocol_version)
         }
     ));
+    negotiation(&client.negotiation(), matches!(patient.target, Target::Http(..)), &mut report);
     if let Some(instructions) = &d.instructions {
         lint::text_for_model(&mut report, "the server's instructions", instructions);
     }
@@ -188,6 +189,37 @@ pub async fn examine(patient: Patient, args: &DoctorArgs) -> Report {
     }
     client.close().await;
     report
+}
+
+/// Over HTTP, a negotiation longer than this is slow (a stdio server's start is judged apart).
+const SLOW_NEGOTIATION: Duration = Duration::from_secs(1);
+
+/// Flags a probe that was waited out (every client that probes waits as long, at every start)
+/// or, over HTTP, a negotiation slower than [`SLOW_NEGOTIATION`].
+fn negotiation(negotiation: &mcp::client::Negotiation, http: bool, report: &mut Report) {
+    let steps = negotiation.steps.join("; ");
+    let ms = negotiation.elapsed.as_millis();
+    if negotiation.waited_out {
+        report.find(
+            &rules::NEGOTIATION,
+            Level::Warning,
+            None,
+            format!("deciding the protocol era took {ms} ms because a probe went unanswered: {steps}"),
+            "answer every request: a method the server does not know gets a JSON-RPC error (-32601), \
+             before initialize too, so that clients probing for 2026-07-28 fall back at once",
+        );
+    } else if http && negotiation.elapsed > SLOW_NEGOTIATION {
+        report.find(
+            &rules::NEGOTIATION,
+            Level::Warning,
+            None,
+            format!("deciding the protocol era took {ms} ms: {steps}"),
+            "answer a request the server cannot serve at once (an HTTP 4xx with a JSON-RPC error), \
+             without waiting",
+        );
+    } else if !steps.is_empty() {
+        report.pass(format!("protocol era decided in {ms} ms: {steps}"));
+    }
 }
 
 async fn connect(patient: &Patient) -> Result<Client, mcp::Error> {

@@ -21,6 +21,7 @@ macro_rules! rules {
 rules! {
     CONNECT = "connect": "The server starts (or its URL answers) and completes an MCP handshake.";
     STDOUT_NOISE = "stdout-noise": "A stdio server writes only JSON-RPC messages on stdout, one per line.";
+    NEGOTIATION = "era-negotiation": "A client learns the server's protocol era at once: no probe is left unanswered.";
     SLOW_START = "slow-start": "A stdio server answers its first request soon after it starts.";
     HANDSHAKE = "handshake": "The server accepts the protocol revisions it claims and answers with real ones.";
     TOOL_NAME = "tool-name": "Tool names are 1-128 characters of [A-Za-z0-9_.-] (the spec), at most 64 (model APIs).";

@@ -1,13 +1,21 @@
 //! What the gateway serves: every upstream's tools, prompts, resources and templates,
-//! registered in one router under their public names, and kept in step with the upstreams
-//! (listed again when one connects or says its lists changed).
+//! registered in one router under their public names (each guarded by its upstream's scopes),
+//! and kept in step with the upstreams (listed again when one connects or says its lists
+//! changed, each under its own deadline).
+//!
+//! Two upstreams may offer the same name or URI. The one earlier in the file serves it, whatever
+//! order they connect in: a tool or prompt name that clashes is an error on stderr and in
+//! `/readyz` until a `prefix` tells them apart; a resource URI or template that clashes is served
+//! from the earlier upstream (prefixes apply to names, not URIs), said once on stderr.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mcp::server::middleware::AuditLog;
+use mcp::server::tasks::ANONYMOUS;
 use mcp::server::uri_template::UriTemplate;
-use mcp::server::{RequestContext, ResourceRequest, ToolDef, ToolError};
+use mcp::server::{RequestContext, ResourceRequest, ScopedItem, ToolDef, ToolError};
 use mcp::types::completion::{CompleteParams, CompleteResult, Completion, CompletionRef};
 use mcp::types::prompts::Prompt;
 use mcp::types::resources::{Resource, ResourceTemplate};
@@ -23,23 +31,11 @@ use mcp::types::content::ResourceContents;
 use mcp::types::prompts::GetPromptResult;
 use mcp::types::resources::ReadResourceResult;
 
-/// Why an upstream could not be brought in step.
-#[derive(Debug)]
-pub enum Refresh {
-    /// It could not be listed (not connected, or it failed to answer): tried again when it
-    /// connects or says its lists changed.
-    Unlisted(String),
-    /// Its names clash with another upstream's (at start: the gateway does not start).
-    Clash(String),
-}
-
-impl std::fmt::Display for Refresh {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refresh::Unlisted(why) | Refresh::Clash(why) => f.write_str(why),
-        }
-    }
-}
+/// How long one upstream's listing may take (a server that hangs is marked not listed and tried
+/// again when it next connects or changes; the others are not held).
+pub const LIST_DEADLINE: Duration = Duration::from_secs(20);
+/// The most tasks one listing shows (each is asked of its upstream as it is now).
+const MAX_LISTED_TASKS: usize = 100;
 
 /// What one upstream has in the router: public name → the upstream's own name, and URIs.
 #[derive(Debug, Default, Clone)]
@@ -47,14 +43,14 @@ struct Served {
     tools: BTreeMap<String, String>,
     prompts: BTreeMap<String, String>,
     resources: BTreeSet<String>,
-    templates: BTreeMap<String, Option<UriTemplateKey>>,
+    templates: BTreeMap<String, Arc<UriTemplate>>,
     /// Each tool's definition as the upstream listed it, hashed (its own name → SHA-256).
     hashes: BTreeMap<String, String>,
+    /// Names it lists that another upstream serves (for `/readyz`).
+    clashes: Vec<String>,
+    /// Whether it has been listed since it last connected.
+    listed: bool,
 }
-
-/// A parsed template, for finding which upstream a URI belongs to.
-#[derive(Debug, Clone)]
-struct UriTemplateKey(Arc<UriTemplate>);
 
 /// Everything one upstream lists.
 #[derive(Default)]
@@ -72,32 +68,64 @@ pub struct Catalog {
     served: Mutex<Vec<Served>>,
     /// How many downstream sessions are subscribed to each URI.
     subscriptions: Mutex<HashMap<String, usize>>,
-    /// Which upstream runs each task a call created.
+    /// Who made each task a call created, and on which connection it runs.
     tasks: Mutex<TaskOwners>,
     /// Where each listing of an upstream's tools is recorded, with their hashes.
     audit: Option<AuditLog>,
 }
 
-/// Task id → upstream, the oldest forgotten past a bound.
+/// One task made through the gateway.
+struct TaskEntry {
+    /// The connection it was made on (a caller's own child holds its tasks).
+    connection: Arc<Upstream>,
+    /// The account that made it: only it may see or touch the task.
+    owner: String,
+}
+
+/// Task id → its entry, the oldest forgotten past a bound.
 #[derive(Default)]
 struct TaskOwners {
-    owners: HashMap<String, usize>,
-    order: std::collections::VecDeque<String>,
+    entries: HashMap<String, TaskEntry>,
+    order: VecDeque<String>,
 }
 
 impl TaskOwners {
     const MAX: usize = 100_000;
 
-    fn insert(&mut self, id: String, upstream: usize) {
-        if self.owners.insert(id.clone(), upstream).is_none() {
+    fn insert(&mut self, id: String, entry: TaskEntry) {
+        if self.entries.insert(id.clone(), entry).is_none() {
             self.order.push_back(id);
         }
         while self.order.len() > Self::MAX {
             if let Some(old) = self.order.pop_front() {
-                self.owners.remove(&old);
+                self.entries.remove(&old);
             }
         }
     }
+
+    /// The connection of task `id`, if `account` made it.
+    fn of(&self, id: &str, account: &str) -> Option<Arc<Upstream>> {
+        self.entries.get(id).filter(|e| e.owner == account).map(|e| e.connection.clone())
+    }
+
+    /// `account`'s newest `most` tasks, newest first, with the connection each runs on.
+    fn mine(&self, account: &str, most: usize) -> Vec<(String, Arc<Upstream>)> {
+        let owned = self.order.iter().rev().filter_map(|id| Some((id, self.entries.get(id)?)));
+        owned.filter(|(_, e)| e.owner == account).take(most).map(|(id, e)| (id.clone(), e.connection.clone())).collect()
+    }
+
+    /// Forgets task `id` (its upstream no longer knows it).
+    fn forget(&mut self, id: &str) {
+        if self.entries.remove(id).is_some() {
+            self.order.retain(|o| o != id);
+        }
+    }
+}
+
+/// The error for a task the caller may not see: the library's words, so the gateway gives away
+/// no more than a server would.
+fn unknown_task(id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("Unknown task: {id} (it never existed, belongs to someone else, or expired)"))
 }
 
 /// The SHA-256 of a tool's definition as listed (description, schemas, annotations: what the
@@ -111,6 +139,11 @@ fn created_task(answer: &Value) -> Option<String> {
     let task =
         if answer.get("resultType").and_then(Value::as_str) == Some("task") { answer } else { answer.get("task")? };
     task.get("taskId").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Which upstream other than `index` holds a name, found by `holds`.
+fn holder(served: &[Served], index: usize, holds: impl Fn(&Served) -> bool) -> Option<usize> {
+    served.iter().enumerate().find(|(i, s)| *i != index && holds(s)).map(|(i, _)| i)
 }
 
 impl Catalog {
@@ -156,91 +189,168 @@ impl Catalog {
         &self.upstreams
     }
 
-    /// Lists upstream `index` again and brings the router in step. With `strict`, a name that
-    /// another upstream serves already is an error (at start); otherwise it is left out, logged.
-    pub async fn refresh(self: &Arc<Self>, index: usize, strict: bool) -> Result<(), Refresh> {
+    /// What keeps the gateway from being ready, per upstream: not connected, not listed, or
+    /// names that clash with another's. Empty when ready.
+    pub fn not_ready(&self) -> Vec<String> {
+        let served = self.served.lock().unwrap();
+        let mut problems = Vec::new();
+        for (upstream, served) in self.upstreams.iter().zip(served.iter()) {
+            if !upstream.is_up() {
+                problems.push(format!("{}: not connected", upstream.key()));
+            } else if !served.listed {
+                problems.push(format!("{}: not listed yet", upstream.key()));
+            }
+            if !served.clashes.is_empty() {
+                problems.push(format!(
+                    "{}: {} served by another upstream (give it a \"prefix\")",
+                    upstream.key(),
+                    served.clashes.join(", ")
+                ));
+            }
+        }
+        problems
+    }
+
+    /// Whether the item a request of `method` names is served now (a tool, prompt or URI).
+    pub fn serves(&self, method: &str, name: &str) -> bool {
+        match method {
+            "tools/call" => self.served.lock().unwrap().iter().any(|s| s.tools.contains_key(name)),
+            "prompts/get" => self.prompt_owner(name).is_some(),
+            "resources/read" | "resources/subscribe" => self.uri_owner(name).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Marks upstream `index` as needing a listing (it connected again).
+    pub fn unlisted(&self, index: usize) {
+        self.served.lock().unwrap()[index].listed = false;
+    }
+
+    /// Lists upstream `index` again (within [`LIST_DEADLINE`]) and brings the router in step.
+    /// `Err` says why it could not be listed; names that clash are left to the earlier upstream
+    /// and reported (see the module's documentation).
+    pub async fn refresh(self: &Arc<Self>, index: usize) -> Result<(), String> {
         let upstream = self.upstreams[index].clone();
-        let listing = list(&upstream).await.map_err(Refresh::Unlisted)?;
-        let mut served = self.served.lock().unwrap();
-        let others = |field: fn(&Served) -> Vec<String>| -> BTreeSet<String> {
-            served.iter().enumerate().filter(|(i, _)| *i != index).flat_map(|(_, s)| field(s)).collect()
+        let listing = match tokio::time::timeout(LIST_DEADLINE, list(&upstream)).await {
+            Ok(listing) => listing?,
+            Err(_) => {
+                return Err(format!(
+                    "upstream {:?} did not answer its listing within {} s",
+                    upstream.key(),
+                    LIST_DEADLINE.as_secs()
+                ))
+            }
         };
-        let taken_tools = others(|s| s.tools.keys().cloned().collect());
-        let taken_prompts = others(|s| s.prompts.keys().cloned().collect());
-        let taken_uris = others(|s| s.resources.iter().chain(s.templates.keys()).cloned().collect());
+        let mut served = self.served.lock().unwrap();
         let mut next = Served {
             hashes: listing.tools.iter().map(|t| (t.name.clone(), tool_hash(t))).collect(),
+            listed: true,
             ..Served::default()
         };
         self.audit_listing(&upstream, &served[index].hashes, &next.hashes);
-        let mut clashes = Vec::new();
+        let mut shadowed = Vec::new();
         for tool in listing.tools.into_iter().filter(|t| upstream.config.serves_tool(&t.name)) {
             let public = public_name(&upstream.config.prefix, &tool.name);
-            if taken_tools.contains(&public) || next.tools.contains_key(&public) || !is_valid(&public) {
-                clashes.push(format!("tool {public:?}"));
+            if !is_valid(&public) || next.tools.contains_key(&public) {
+                next.clashes.push(format!("tool {public:?}"));
                 continue;
+            }
+            if let Some(other) = holder(&served, index, |s| s.tools.contains_key(&public)) {
+                if other < index {
+                    next.clashes.push(format!("tool {public:?}"));
+                    continue;
+                }
+                served[other].tools.remove(&public);
+                served[other].clashes.push(format!("tool {public:?}"));
             }
             next.tools.insert(public.clone(), tool.name.clone());
             self.add_tool(&upstream, public, tool);
         }
         for prompt in listing.prompts {
             let public = public_name(&upstream.config.prefix, &prompt.name);
-            if taken_prompts.contains(&public) || next.prompts.contains_key(&public) {
-                clashes.push(format!("prompt {public:?}"));
+            if next.prompts.contains_key(&public) {
+                next.clashes.push(format!("prompt {public:?}"));
                 continue;
+            }
+            if let Some(other) = holder(&served, index, |s| s.prompts.contains_key(&public)) {
+                if other < index {
+                    next.clashes.push(format!("prompt {public:?}"));
+                    continue;
+                }
+                served[other].prompts.remove(&public);
+                served[other].clashes.push(format!("prompt {public:?}"));
             }
             next.prompts.insert(public.clone(), prompt.name.clone());
             self.add_prompt(&upstream, public, prompt);
         }
         for resource in listing.resources {
-            if taken_uris.contains(&resource.uri) || !next.resources.insert(resource.uri.clone()) {
-                clashes.push(format!("resource {:?}", resource.uri));
-                continue;
+            let uri = resource.uri.clone();
+            if let Some(other) = holder(&served, index, |s| s.resources.contains(&uri)) {
+                if other < index {
+                    shadowed.push(format!("resource {uri:?}"));
+                    continue;
+                }
+                served[other].resources.remove(&uri);
             }
-            self.add_resource(&upstream, resource);
+            if next.resources.insert(uri) {
+                self.add_resource(&upstream, resource);
+            }
         }
         for template in listing.templates {
             let key = template.uri_template.clone();
-            if taken_uris.contains(&key) || next.templates.contains_key(&key) {
-                clashes.push(format!("resource template {key:?}"));
-                continue;
+            if let Some(other) = holder(&served, index, |s| s.templates.contains_key(&key)) {
+                if other < index {
+                    shadowed.push(format!("resource template {key:?}"));
+                    continue;
+                }
+                served[other].templates.remove(&key);
             }
             match self.add_template(&upstream, template) {
-                Ok(parsed) => {
-                    next.templates.insert(key, Some(UriTemplateKey(parsed)));
-                }
+                Ok(parsed) => drop(next.templates.insert(key, parsed)),
                 Err(why) => tracing::warn!("upstream {:?}: resource template {key:?} left out: {why}", upstream.key()),
             }
         }
         let previous = std::mem::replace(&mut served[index], next);
-        let current = &served[index];
+        self.remove_gone(&previous, &served[index]);
+        let clashes = served[index].clashes.clone();
+        drop(served);
+        if !shadowed.is_empty() {
+            tracing::warn!(
+                "upstream {:?}: {} served from an upstream earlier in the file: {}",
+                upstream.key(),
+                if shadowed.len() == 1 { "this URI is" } else { "these URIs are" },
+                shadowed.join(", ")
+            );
+        }
+        if !clashes.is_empty() {
+            tracing::error!(
+                "upstream {:?}: {} already served by an upstream earlier in the file, so left out (give it a \
+                 \"prefix\"): {}",
+                upstream.key(),
+                if clashes.len() == 1 { "this name is" } else { "these names are" },
+                clashes.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Takes out of the router what `previous` served and `current` does not.
+    fn remove_gone(&self, previous: &Served, current: &Served) {
         for gone in previous.tools.keys().filter(|k| !current.tools.contains_key(*k)) {
             self.router.remove_tool(gone);
         }
         for gone in previous.prompts.keys().filter(|k| !current.prompts.contains_key(*k)) {
             self.router.remove_prompt(gone);
+            let _ = self.router.set_item_scopes(ScopedItem::Prompt(gone), &[]);
         }
         for gone in previous.resources.iter().filter(|k| !current.resources.contains(*k)) {
             self.router.remove_resource(gone);
+            let _ = self.router.set_item_scopes(ScopedItem::Resource(gone), &[]);
         }
         for gone in previous.templates.keys().filter(|k| !current.templates.contains_key(*k)) {
             self.router.remove_resource_template(gone);
+            let _ = self.router.set_item_scopes(ScopedItem::Template(gone), &[]);
         }
-        drop(served);
-        if clashes.is_empty() {
-            return Ok(());
-        }
-        let message = format!(
-            "upstream {:?}: {} already served by another upstream (give it a \"prefix\"): {}",
-            upstream.key(),
-            if clashes.len() == 1 { "this name is" } else { "these names are" },
-            clashes.join(", ")
-        );
-        if strict {
-            return Err(Refresh::Clash(message));
-        }
-        tracing::warn!("{message}; left out");
-        Ok(())
     }
 
     /// Records the tools an upstream listed, each with the hash of its definition: a description
@@ -285,9 +395,11 @@ impl Catalog {
                     let arguments =
                         arguments.map_err(|e| ToolError::invalid_params(format!("invalid arguments: {e}")))?;
                     let params = json!({"name": &*name, "arguments": arguments});
-                    let answer = rounds::forward(&upstream.for_caller(&cx), &cx, "tools/call", params).await?;
+                    let connection = upstream.for_caller(&cx);
+                    let answer = rounds::forward(&connection, &cx, "tools/call", params).await?;
                     if let (Some(catalog), Some(id)) = (catalog.upgrade(), created_task(&answer)) {
-                        catalog.tasks.lock().unwrap().insert(id, upstream.index);
+                        let entry = TaskEntry { connection, owner: cx.account() };
+                        catalog.tasks.lock().unwrap().insert(id, entry);
                     }
                     Ok(answer)
                 })
@@ -296,16 +408,22 @@ impl Catalog {
     }
 
     fn add_prompt(&self, upstream: &Arc<Upstream>, public: String, mut prompt: Prompt) {
-        let own_name = std::mem::replace(&mut prompt.name, public);
+        let own_name = std::mem::replace(&mut prompt.name, public.clone());
+        let _ = self.router.set_item_scopes(ScopedItem::Prompt(&public), &upstream.config.prompt_scopes_of(&own_name));
         let upstream = upstream.clone();
         self.router.add_prompt(prompt, move |args: BTreeMap<String, String>, cx: RequestContext| {
             let upstream = upstream.clone();
             let params = json!({"name": own_name, "arguments": args});
-            async move { typed::<GetPromptResult>(rounds::forward(&upstream, &cx, "prompts/get", params).await?) }
+            async move {
+                let answer = rounds::forward(&upstream.for_caller(&cx), &cx, "prompts/get", params).await?;
+                typed::<GetPromptResult>(answer)
+            }
         });
     }
 
     fn add_resource(&self, upstream: &Arc<Upstream>, resource: Resource) {
+        let scopes = upstream.config.resource_scopes_of(&resource.uri);
+        let _ = self.router.set_item_scopes(ScopedItem::Resource(&resource.uri), &scopes);
         let upstream = upstream.clone();
         self.router.add_resource(resource, move |request: ResourceRequest, cx: RequestContext| {
             let upstream = upstream.clone();
@@ -315,6 +433,8 @@ impl Catalog {
 
     fn add_template(&self, upstream: &Arc<Upstream>, template: ResourceTemplate) -> Result<Arc<UriTemplate>, String> {
         let parsed = Arc::new(UriTemplate::parse(&template.uri_template)?);
+        let scopes = upstream.config.resource_scopes_of(&template.uri_template);
+        self.router.set_item_scopes(ScopedItem::Template(&template.uri_template), &scopes)?;
         let upstream = upstream.clone();
         self.router.add_resource_template(
             template,
@@ -332,14 +452,12 @@ impl Catalog {
         served.iter().enumerate().find_map(|(i, s)| Some((self.upstreams[i].clone(), s.prompts.get(public)?.clone())))
     }
 
-    /// The upstream serving `uri`: the one listing it, else the one whose template matches it
+    /// The upstream serving `uri`: the one listing it, else the first whose template matches it
     /// (or is it).
     fn uri_owner(&self, uri: &str) -> Option<Arc<Upstream>> {
         let served = self.served.lock().unwrap();
         let listed = served.iter().position(|s| s.resources.contains(uri) || s.templates.contains_key(uri));
-        let matched = || {
-            served.iter().position(|s| s.templates.values().flatten().any(|UriTemplateKey(t)| t.matches(uri).is_some()))
-        };
+        let matched = || served.iter().position(|s| s.templates.values().any(|t| t.matches(uri).is_some()));
         listed.or_else(matched).map(|i| self.upstreams[i].clone())
     }
 
@@ -371,25 +489,47 @@ impl Catalog {
         Ok(result.completion)
     }
 
-    /// A `tasks/*` request, sent to the upstream running the task (`tasks/list`: to each).
+    /// A `tasks/*` request, sent to the connection running the task if the caller made it;
+    /// `tasks/list` lists the caller's own tasks (none for an anonymous caller).
     async fn task_request(&self, method: &str, params: Value, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        let account = cx.account();
         if method == "tasks/list" {
-            let mut tasks = Vec::new();
-            for upstream in &self.upstreams {
-                if let Ok(page) = upstream.pass(method, params.clone(), cx).await {
-                    tasks.extend(page.get("tasks").and_then(Value::as_array).cloned().unwrap_or_default());
-                }
-            }
-            return Ok(json!({"tasks": tasks}));
+            return self.list_tasks(&account, cx).await;
         }
         let id = params.get("taskId").and_then(Value::as_str).unwrap_or_default();
-        let owner = self.tasks.lock().unwrap().owners.get(id).copied();
-        let owner = match (owner, self.upstreams.len()) {
-            (Some(i), _) => i,
-            (None, 1) => 0,
-            (None, _) => return Err(ErrorObject::invalid_params(format!("Unknown task: {id}"))),
-        };
-        self.upstreams[owner].pass(method, params, cx).await
+        let connection = self.tasks.lock().unwrap().of(id, &account).ok_or_else(|| unknown_task(id))?;
+        connection.pass(method, params, cx).await
+    }
+
+    /// The caller's tasks (its newest [`MAX_LISTED_TASKS`]), each as its connection says it is
+    /// now; one the upstream no longer knows is forgotten.
+    async fn list_tasks(&self, account: &str, cx: &RequestContext) -> Result<Value, ErrorObject> {
+        if account.starts_with(ANONYMOUS) {
+            return Err(ErrorObject::invalid_request(
+                "tasks are not listed for anonymous callers: the gateway cannot tell them apart (no \
+                 authentication, no --account-header, no session); keep the id each call answered with and ask \
+                 for that task",
+            ));
+        }
+        let mine = self.tasks.lock().unwrap().mine(account, MAX_LISTED_TASKS);
+        let asked = mine.into_iter().map(|(id, connection)| async move {
+            let now = connection.pass("tasks/get", json!({"taskId": id}), cx).await;
+            (id, now)
+        });
+        let mut tasks = Vec::new();
+        for (id, now) in futures_util::future::join_all(asked).await {
+            match now {
+                Ok(Value::Object(mut task)) => {
+                    task.remove("resultType");
+                    task.remove("_meta");
+                    tasks.push(Value::Object(task));
+                }
+                Ok(_) => {}
+                Err(e) if e.code == mcp::types::ErrorCode::INVALID_PARAMS => self.tasks.lock().unwrap().forget(&id),
+                Err(_) => {}
+            }
+        }
+        Ok(json!({"tasks": tasks}))
     }
 
     /// Counts subscriptions per URI; the first subscribes upstream, the last unsubscribes.

@@ -6,7 +6,13 @@
 //! ```text
 //! mcp gateway --config servers.json --http 127.0.0.1:8080
 //! ```
+//!
+//! It listens at once. Each upstream is listed as it becomes ready, on its own (a hung one holds
+//! no other); a request that comes while upstreams are still starting (a listing, or a call of
+//! a tool not listed yet) waits for them a bounded time ([`START_WAIT`]), then is answered with
+//! what is ready, and `list_changed` follows.
 
+pub mod callers;
 pub mod catalog;
 pub mod config;
 pub mod metrics;
@@ -18,36 +24,53 @@ pub mod upstream;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use mcp::cli::ServeArgs;
+use mcp::server::middleware::{Call, Middleware, Next, Outcome};
 use mcp::transport::http::{SidePage, SideRoutes};
 use mcp::Router;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch, Notify};
 
-use catalog::{Catalog, Refresh};
+use catalog::Catalog;
 use config::UpstreamConfig;
 use upstream::{Connector, Event, Upstream};
 
-/// How long the gateway waits for its upstreams to connect before it serves anyway (the late
-/// ones join when they connect; `/readyz` says which are missing).
-const START_WAIT: Duration = Duration::from_secs(20);
+/// How long, after the gateway starts, a list request waits for upstreams still starting.
+pub const START_WAIT: Duration = Duration::from_secs(15);
 
 /// `mcp gateway`'s own options (the server options are [`ServeArgs`]).
 #[derive(clap::Args, Debug, Clone)]
 pub struct GatewayArgs {
+    /// Worker threads (default: one per core with --http, one on stdio)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// How to serve: the transport, TLS, OAuth, limits and the audit log.
     #[command(flatten)]
     pub serve: ServeArgs,
 }
 
-/// Serves `upstreams` until the process ends. `name` is the server's name downstream.
+/// The worker threads a gateway or bridge runs on: `threads` if given, else one per core when
+/// it serves HTTP (many callers), one on stdio (one host: a forwarded call hops between half a
+/// dozen tasks, and on one thread each hop is a switch, not a wake-up of another core).
+pub fn worker_threads(threads: Option<usize>, serve: &ServeArgs) -> usize {
+    match (threads, &serve.http) {
+        (Some(n), _) => n.max(1),
+        (None, Some(_)) => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        (None, None) => 1,
+    }
+}
+
+/// Serves `upstreams` until the process ends. `name` is the server's name downstream (and in
+/// its messages).
 pub async fn serve(
     upstreams: Vec<UpstreamConfig>,
     serve: &ServeArgs,
-    connector: Connector,
+    mut connector: Connector,
     name: &str,
 ) -> Result<(), String> {
+    connector.one_client = serve.http.is_none();
     let router = Router::new().info(name, env!("CARGO_PKG_VERSION"));
-    let (events, mut incoming) = mpsc::unbounded_channel();
+    let (events, incoming) = mpsc::unbounded_channel();
     let upstreams: Vec<Arc<Upstream>> = upstreams
         .into_iter()
         .enumerate()
@@ -61,65 +84,117 @@ pub async fn serve(
         }
     };
     let catalog = Catalog::new(router.clone(), upstreams.clone(), audit);
+    let starting = Starting::new(upstreams.len());
+    router.add_layer(AwaitStart { starting: starting.clone(), catalog: Arc::downgrade(&catalog) });
     for upstream in &upstreams {
         tokio::spawn(upstream.clone().supervise());
     }
-    start(&catalog, &mut incoming).await?;
-    tokio::spawn(keep_in_step(catalog.clone(), incoming));
+    tokio::spawn(keep_in_step(catalog.clone(), incoming, starting));
     let routes = side_routes(catalog);
-    mcp::cli::serve_with_routes(router, serve, Some(routes)).await.map_err(|e| e.to_string())
+    mcp::cli::serve_with_routes(router, serve, Some(routes)).await.map_err(|e| format!("{name}: {e}"))
 }
 
-/// Waits for every upstream's first connection (up to [`START_WAIT`]) and lists each: a name
-/// two upstreams would both serve stops the start.
-async fn start(catalog: &Arc<Catalog>, incoming: &mut mpsc::UnboundedReceiver<Event>) -> Result<(), String> {
-    let mut pending: Vec<usize> = (0..catalog.upstreams().len()).collect();
-    let deadline = tokio::time::Instant::now() + START_WAIT;
-    while !pending.is_empty() {
-        let event = match tokio::time::timeout_at(deadline, incoming.recv()).await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(_) => {
-                for &i in &pending {
-                    let upstream = &catalog.upstreams()[i];
-                    let why = upstream.client().err().unwrap_or_default();
-                    eprintln!("mcp gateway: serving without {:?} for now: {why}", upstream.key());
-                }
-                break;
+/// While the gateway starts: the upstreams whose first connection attempt is not over
+/// (connected and listed, or failed), and a count of listings, bumped after each.
+#[derive(Clone)]
+struct Starting {
+    pending: Arc<watch::Sender<(Vec<bool>, u64)>>,
+    until: tokio::time::Instant,
+}
+
+impl Starting {
+    fn new(upstreams: usize) -> Starting {
+        Starting {
+            pending: Arc::new(watch::Sender::new((vec![true; upstreams], 0))),
+            until: tokio::time::Instant::now() + START_WAIT,
+        }
+    }
+
+    /// Upstream `index` was listed, or its first attempt is over.
+    fn settle(&self, index: usize) {
+        self.pending.send_modify(|(pending, listings)| {
+            pending[index] = false;
+            *listings += 1;
+        });
+    }
+
+    /// Returns when `ready` holds, every upstream's first attempt is over, or the start is; `ready`
+    /// is asked again after each listing.
+    async fn wait(&self, ready: impl Fn() -> bool) {
+        let mut pending = self.pending.subscribe();
+        let settled = pending.wait_for(|(p, _)| ready() || !p.contains(&true));
+        let _ = tokio::time::timeout_at(self.until, settled).await;
+    }
+}
+
+/// Makes requests wait for the upstreams still starting, so that a client's first listing is
+/// not an empty catalog presented as complete, nor its first call refused for a tool about to
+/// be listed. A call of what is served already goes on at once.
+struct AwaitStart {
+    starting: Starting,
+    catalog: std::sync::Weak<Catalog>,
+}
+
+impl Middleware for AwaitStart {
+    fn handle<'a>(&'a self, call: Call<'a>, next: Next<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let method = call.method();
+            if !mcp::server::middleware::is_upkeep(method) && tokio::time::Instant::now() < self.starting.until {
+                let name = call.name().map(str::to_owned);
+                let served = || match (&name, self.catalog.upgrade()) {
+                    (Some(name), Some(catalog)) => catalog.serves(method, name),
+                    _ => false,
+                };
+                self.starting.wait(served).await;
             }
-        };
-        let (Event::Connected(i) | Event::Changed(i)) = event;
-        // A server may say its list changed before its handshake is over: its listing waits
-        // for its connection. Only a clash stops the start.
-        match catalog.refresh(i, true).await {
-            Ok(()) => pending.retain(|p| *p != i),
-            Err(Refresh::Unlisted(why)) => tracing::debug!("{why}"),
-            Err(clash) => return Err(clash.to_string()),
-        }
+            next.run(call).await
+        })
     }
-    Ok(())
 }
 
-/// Lists an upstream again whenever it connects or says its lists changed.
-async fn keep_in_step(catalog: Arc<Catalog>, mut incoming: mpsc::UnboundedReceiver<Event>) {
+/// Lists each upstream whenever it connects or says its lists changed: each on its own, one
+/// listing at a time per upstream (events that come meanwhile make one more).
+async fn keep_in_step(catalog: Arc<Catalog>, mut incoming: mpsc::UnboundedReceiver<Event>, starting: Starting) {
+    let wanted: Vec<Arc<Notify>> = catalog.upstreams().iter().map(|_| Arc::new(Notify::new())).collect();
+    for (index, wanted) in wanted.iter().enumerate() {
+        tokio::spawn(refresher(catalog.clone(), index, wanted.clone(), starting.clone()));
+    }
     while let Some(event) = incoming.recv().await {
-        let (Event::Connected(i) | Event::Changed(i)) = event;
-        if let Err(e) = catalog.refresh(i, false).await {
-            tracing::warn!("{e}");
+        match event {
+            Event::Connected(i) => {
+                catalog.unlisted(i);
+                wanted[i].notify_one();
+            }
+            Event::Changed(i) => wanted[i].notify_one(),
+            Event::Failed(i) => starting.settle(i),
         }
     }
 }
 
-/// `/healthz` (the process answers), `/readyz` (every upstream is connected) and `/metrics`.
+/// Lists upstream `index` each time it is wanted.
+async fn refresher(catalog: Arc<Catalog>, index: usize, wanted: Arc<Notify>, starting: Starting) {
+    loop {
+        wanted.notified().await;
+        // A server may say its list changed before its handshake is over: its listing waits
+        // for its connection.
+        if let Err(why) = catalog.refresh(index).await {
+            tracing::warn!("{why}");
+        }
+        starting.settle(index);
+    }
+}
+
+/// `/healthz` (the process answers), `/readyz` (every upstream connected and listed, no name
+/// clashing) and `/metrics`.
 fn side_routes(catalog: Arc<Catalog>) -> SideRoutes {
     SideRoutes(Arc::new(move |path: &str| -> Option<SidePage> {
         match path {
             "/healthz" => Some((200, "text/plain; charset=utf-8", "ok\n".into())),
             "/readyz" => {
-                let down: Vec<&str> = catalog.upstreams().iter().filter(|u| !u.is_up()).map(|u| u.key()).collect();
-                Some(match down.is_empty() {
+                let problems = catalog.not_ready();
+                Some(match problems.is_empty() {
                     true => (200, "text/plain; charset=utf-8", "ready\n".into()),
-                    false => (503, "text/plain; charset=utf-8", format!("not connected: {}\n", down.join(", "))),
+                    false => (503, "text/plain; charset=utf-8", format!("not ready:\n{}\n", problems.join("\n"))),
                 })
             }
             "/metrics" => {

@@ -76,12 +76,14 @@ pub async fn forward(
                     if let Some(capabilities) = capabilities.filter(|_| client.description().modern) {
                         insert_meta(&mut sent, meta::CLIENT_CAPABILITIES, capabilities);
                     }
+                    let progress = std::sync::Arc::new(progress);
                     let report = progress.clone();
-                    let answer = client.request_round(method, sent, move |p| drop(report.send(p))).await?;
+                    let answer =
+                        client.request_round(method, sent, move |p| drop(report.send_replace(Some(p)))).await?;
                     if !follow_tasks || input_required(&answer) {
                         return Ok(answer);
                     }
-                    let result = client.finish_tool_call(answer, move |p| drop(progress.send(p))).await?;
+                    let result = client.finish_tool_call(answer, move |p| drop(progress.send_replace(Some(p)))).await?;
                     serde_json::to_value(result).map_err(|e| mcp::Error::from(std::io::Error::other(e)))
                 })
             })

@@ -1,50 +1,63 @@
 //! One server behind the gateway: its connection (restarted with backoff when it ends), the
-//! downstream requests waiting on it (which its questions and log messages are routed to), and
-//! its counters.
+//! connections of its own that each caller gets, the downstream requests waiting on each (which
+//! its questions and log messages are routed to: see [`super::callers`]), and its counters.
 //!
-//! A server's questions (elicitation, sampling, roots) and log messages carry no link to the
-//! request they belong to on stdio, so they go to the most recent downstream request still
-//! waiting on that server: exact for one client at a time, a best guess when a `shared` child
-//! serves several at once.
+//! Where an upstream can ask questions that belong to one caller (a legacy server: elicitation,
+//! sampling, roots, all kept per connection), each caller gets a connection of its own: a child
+//! process on stdio, a session on HTTP, keyed by the caller's legacy session or account, at
+//! most [`MAX_CHILDREN`] per upstream (past it the least recently used idle one is ended, else
+//! the caller shares the connection that lists, where questions are placed only when exact).
+//! Children of sessions end with the session; an account's child after [`CHILD_IDLE`] unused.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use mcp::client::{Client, ClientOptions, Handler, Handlers, NotificationFn, Stderr};
-use mcp::server::{BoxFuture, RequestContext, SessionRef, ToolError};
+use mcp::server::{BoxFuture, RequestContext, ToolError};
 use mcp::types::logging::LoggingLevel;
-use mcp::types::utilities::ProgressParams;
 use mcp::types::ErrorObject;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-pub use super::parked::{Asker, ParkedCalls, Question, Running};
+pub use super::parked::{ParkedCalls, ProgressSink, Question, Starting};
 
 /// The requests of an upstream waiting for a client's answer to the upstream's question.
 type Parked = ParkedCalls<Value>;
 
+use super::callers::{Callers, Owner};
 use super::config::UpstreamConfig;
 use super::metrics::Metrics;
 use crate::target::Target;
 
-/// The most children one stdio upstream runs for sessions (past it, sessions share one).
-const MAX_SESSION_CHILDREN: usize = 256;
+/// The most connections of their own one upstream keeps for callers.
+pub const MAX_CHILDREN: usize = 256;
+/// An account's own connection ends after this long unused (a session's ends with the session).
+pub const CHILD_IDLE: Duration = Duration::from_secs(600);
 
-/// Ends the children of sessions that ended, every second, for as long as `upstream` lives.
-async fn reap_sessions(upstream: Weak<Upstream>) {
+/// A caller's own connection.
+struct Child {
+    owner: Owner,
+    upstream: Arc<Upstream>,
+    last_used: Instant,
+}
+
+/// Ends, every second for as long as `upstream` lives, the children of sessions that ended and
+/// of accounts idle too long.
+async fn reap_children(upstream: Weak<Upstream>) {
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let Some(upstream) = upstream.upgrade() else { return };
-        let mut sessions = upstream.sessions.lock().unwrap();
-        sessions.retain(|(session, child)| {
-            let alive = session.is_alive();
-            if !alive {
-                child.stop();
+        let mut children = upstream.children.lock().unwrap();
+        children.retain(|child| {
+            let idle = child.upstream.callers.len() == 0 && child.last_used.elapsed() > CHILD_IDLE;
+            let keep = child.owner.is_alive() && !idle;
+            if !keep {
+                child.upstream.stop();
             }
-            alive
+            keep
         });
-        upstream.metrics.session_children.store(sessions.len() as u64, Ordering::Relaxed);
+        upstream.metrics.session_children.store(children.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -55,6 +68,8 @@ pub enum Event {
     Connected(usize),
     /// Its tools, prompts or resources changed.
     Changed(usize),
+    /// A connection attempt failed (it is tried again after a backoff).
+    Failed(usize),
 }
 
 /// How the gateway reaches its upstreams: the client settings every connection starts from,
@@ -63,6 +78,8 @@ pub enum Event {
 pub struct Connector {
     pub options: ClientOptions,
     pub authorize: Arc<Authorize>,
+    /// The gateway serves one client (on stdio): every connection is that client's own.
+    pub one_client: bool,
 }
 
 /// Makes the OAuth authorizer of an HTTP upstream from its entry's `oauth` settings.
@@ -75,11 +92,11 @@ pub struct Upstream {
     pub config: UpstreamConfig,
     pub metrics: Arc<Metrics>,
     connector: Connector,
-    /// For a child of one downstream session (a stdio upstream not `shared`): that session.
-    session: Option<SessionRef>,
-    /// The children of the sessions (on the upstream that lists, which serves 2026-07-28
-    /// requests and those beyond the cap itself).
-    sessions: Mutex<Vec<(SessionRef, Arc<Upstream>)>>,
+    /// For a caller's own connection: that caller.
+    owner: Option<Owner>,
+    /// The callers' own connections (on the connection that lists, which serves the callers
+    /// that have none: anonymous 2026-07-28 requests, and those beyond the cap).
+    children: Mutex<Vec<Child>>,
     /// Set when its session ended: it connects no more.
     stopped: AtomicBool,
     /// Woken after each connection attempt.
@@ -90,30 +107,16 @@ pub struct Upstream {
     last_error: Mutex<String>,
     /// Woken when the connection failed and the supervisor should connect again.
     broken: Notify,
-    /// Downstream requests waiting on this upstream, oldest first, with where the upstream's
-    /// questions for them go.
-    callers: Mutex<Vec<(u64, RequestContext, Asker)>>,
+    /// Downstream requests waiting on this connection, which its questions are for.
+    callers: Callers,
     /// Tool calls waiting for a 2026-07-28 client's answer (it comes with the client's retry).
     parked: Parked,
-    next_caller: AtomicU64,
     /// The URIs downstream clients are subscribed to (a 2026-07-28 upstream is told them in its
     /// `subscriptions/listen`, which starts again when they change).
     watched: Mutex<std::collections::BTreeSet<String>>,
     relisten: Notify,
     events: mpsc::UnboundedSender<Event>,
     router: mcp::Router,
-}
-
-/// Removes a caller from the waiting list when its request ends.
-struct Waiting<'a> {
-    upstream: &'a Upstream,
-    id: u64,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.upstream.callers.lock().unwrap().retain(|(id, _, _)| *id != self.id);
-    }
 }
 
 impl Upstream {
@@ -125,8 +128,8 @@ impl Upstream {
         router: mcp::Router,
     ) -> Arc<Upstream> {
         let upstream = Upstream::build(index, config, connector, events, router, None, Arc::default());
-        if !upstream.config.shared && matches!(upstream.config.target, Target::Stdio(_)) {
-            tokio::spawn(reap_sessions(Arc::downgrade(&upstream)));
+        if upstream.splits() {
+            tokio::spawn(reap_children(Arc::downgrade(&upstream)));
         }
         upstream
     }
@@ -137,7 +140,7 @@ impl Upstream {
         connector: Connector,
         events: mpsc::UnboundedSender<Event>,
         router: mcp::Router,
-        session: Option<SessionRef>,
+        owner: Option<Owner>,
         metrics: Arc<Metrics>,
     ) -> Arc<Upstream> {
         Arc::new(Upstream {
@@ -145,17 +148,16 @@ impl Upstream {
             config,
             metrics,
             connector,
-            session,
-            sessions: Mutex::new(Vec::new()),
+            owner,
+            children: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
             attempted: Notify::new(),
             client: RwLock::new(None),
             generation: AtomicU64::new(0),
             last_error: Mutex::new("not connected yet".into()),
             broken: Notify::new(),
-            callers: Mutex::new(Vec::new()),
+            callers: Callers::default(),
             parked: Parked::default(),
-            next_caller: AtomicU64::new(0),
             watched: Mutex::new(Default::default()),
             relisten: Notify::new(),
             events,
@@ -163,24 +165,47 @@ impl Upstream {
         })
     }
 
-    /// The upstream that serves `cx`: for a legacy session's request to a stdio upstream that
-    /// is not `shared`, the session's own child (started now for its first request, ended with
-    /// the session); otherwise this one.
+    /// Whether callers get connections of their own: unless the entry says `shared`, the gateway
+    /// has one client, or the upstream speaks 2026-07-28 (whose questions come back in the
+    /// answer to the request they belong to, and which keeps no state between requests).
+    fn splits(&self) -> bool {
+        let modern = self.client.read().unwrap().as_ref().is_some_and(|(_, c)| c.description().modern);
+        self.owner.is_none() && !self.config.shared && !self.connector.one_client && !modern
+    }
+
+    /// Whether this connection serves one caller alone (its questions are that caller's).
+    fn owned(&self) -> bool {
+        self.owner.is_some() || self.connector.one_client
+    }
+
+    /// The connection that serves `cx`: its caller's own (made now for its first request),
+    /// else this one.
     pub fn for_caller(self: &Arc<Self>, cx: &RequestContext) -> Arc<Upstream> {
-        let Some(session) = cx.session_ref() else { return self.clone() };
-        if self.session.is_some() || self.config.shared || !matches!(self.config.target, Target::Stdio(_)) {
+        if !self.splits() {
             return self.clone();
         }
-        let mut sessions = self.sessions.lock().unwrap();
-        if let Some((_, child)) = sessions.iter().find(|(s, _)| s.same(&session)) {
-            return child.clone();
+        let Some(owner) = Owner::of(cx) else { return self.clone() };
+        let mut children = self.children.lock().unwrap();
+        if let Some(child) = children.iter_mut().find(|c| c.owner.same(&owner)) {
+            child.last_used = Instant::now();
+            return child.upstream.clone();
         }
-        if sessions.len() >= MAX_SESSION_CHILDREN {
-            tracing::warn!(
-                "upstream {:?}: {MAX_SESSION_CHILDREN} session children already; sharing one",
-                self.config.key
-            );
-            return self.clone();
+        if children.len() >= MAX_CHILDREN {
+            let idle = children
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.upstream.callers.len() == 0)
+                .min_by_key(|(_, c)| c.last_used)
+                .map(|(i, _)| i);
+            let Some(idle) = idle else {
+                tracing::warn!(
+                    "upstream {:?}: {MAX_CHILDREN} callers have connections of their own, all busy; this one \
+                     shares the gateway's",
+                    self.config.key
+                );
+                return self.clone();
+            };
+            children.swap_remove(idle).upstream.stop();
         }
         let child = Upstream::build(
             self.index,
@@ -188,17 +213,17 @@ impl Upstream {
             self.connector.clone(),
             self.events.clone(),
             self.router.clone(),
-            Some(session.clone()),
+            Some(owner.clone()),
             self.metrics.clone(),
         );
         tokio::spawn(child.clone().supervise());
-        sessions.push((session, child.clone()));
-        self.metrics.session_children.store(sessions.len() as u64, Ordering::Relaxed);
+        children.push(Child { owner, upstream: child.clone(), last_used: Instant::now() });
+        self.metrics.session_children.store(children.len() as u64, Ordering::Relaxed);
         child
     }
 
-    /// Ends a session's child: it is not connected again, and its process ends with its last
-    /// request.
+    /// Ends a caller's own connection: it is not connected again, and its process ends with its
+    /// last request.
     fn stop(&self) {
         self.stopped.store(true, Ordering::Relaxed);
         *self.client.write().unwrap() = None;
@@ -211,7 +236,7 @@ impl Upstream {
     /// so that a restart is all but invisible to the calls that follow it.
     pub async fn ready_client(&self) -> Result<(u64, Client), String> {
         if !self.is_up() && !self.stopped.load(Ordering::Relaxed) {
-            let wait = if self.session.is_some() { Duration::from_secs(30) } else { Duration::from_secs(5) };
+            let wait = if self.owner.is_some() { Duration::from_secs(30) } else { Duration::from_secs(5) };
             let deadline = tokio::time::Instant::now() + wait;
             while !self.is_up() && tokio::time::Instant::now() < deadline {
                 let attempted = self.attempted.notified();
@@ -259,7 +284,7 @@ impl Upstream {
         if client.as_ref().is_some_and(|(g, _)| *g == generation) {
             *client = None;
             *self.last_error.lock().unwrap() = why.to_owned();
-            if self.session.is_none() {
+            if self.owner.is_none() {
                 self.metrics.up.store(false, Ordering::Relaxed);
             }
             drop(client);
@@ -275,7 +300,7 @@ impl Upstream {
     pub async fn supervise(self: Arc<Self>) {
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
-        let listing = self.session.is_none();
+        let listing = self.owner.is_none();
         while !self.stopped.load(Ordering::Relaxed) {
             let connected = self.connect().await;
             if self.stopped.load(Ordering::Relaxed) {
@@ -311,6 +336,9 @@ impl Upstream {
                     tracing::warn!("upstream {:?}: cannot connect: {why}", self.config.key);
                     *self.last_error.lock().unwrap() = why;
                     self.attempted.notify_waiters();
+                    if listing {
+                        let _ = self.events.send(Event::Failed(self.index));
+                    }
                 }
             }
             tokio::time::sleep(backoff).await;
@@ -406,20 +434,8 @@ impl Upstream {
         }
     }
 
-    /// Marks `cx` as waiting on this upstream until the guard drops; the upstream's questions
-    /// meanwhile go to `asker`.
-    fn waiting(&self, cx: &RequestContext, asker: Asker) -> Waiting<'_> {
-        let id = self.next_caller.fetch_add(1, Ordering::Relaxed);
-        self.callers.lock().unwrap().push((id, cx.clone(), asker));
-        Waiting { upstream: self, id }
-    }
-
-    /// The most recent downstream request still waiting on this upstream.
-    fn current_caller(&self) -> Option<(RequestContext, Asker)> {
-        self.callers.lock().unwrap().last().map(|(_, cx, asker)| (cx.clone(), asker.clone()))
-    }
-
-    /// Answers the upstream's questions by asking the downstream client that waits on it.
+    /// Answers the upstream's questions by asking the downstream caller they are for (see
+    /// [`Callers::find`]); roots only on a connection that is one caller's own.
     fn handlers(self: &Arc<Self>) -> Handlers {
         fn ask<P, R>(upstream: Weak<Upstream>, method: &'static str) -> Handler<P, R>
         where
@@ -427,12 +443,21 @@ impl Upstream {
             R: serde::de::DeserializeOwned + Send + 'static,
         {
             Arc::new(move |params: P| {
-                let caller = upstream.upgrade().and_then(|u| u.current_caller());
+                // Read now: the tag is the client's while it calls this handler.
+                let tag = mcp::client::question_tag();
+                let caller = upstream.upgrade().ok_or_else(|| "the gateway is stopping".to_owned()).and_then(|u| {
+                    u.callers.find(tag, u.owned(), method).inspect_err(|why| {
+                        tracing::warn!("upstream {:?}: its {method} went to nobody: {why}", u.config.key)
+                    })
+                });
                 Box::pin(async move {
-                    let (_, asker) = caller.ok_or("no client of the gateway is waiting on this server to answer it")?;
+                    let (_, asker) = caller?;
                     let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
                     let (reply, answer) = oneshot::channel();
-                    asker.send(Question { method, params, reply }).map_err(|_| "the client's request ended")?;
+                    asker.try_send(Question { method, params, reply }).map_err(|e| match e {
+                        mpsc::error::TrySendError::Full(_) => "too many questions are waiting for an answer",
+                        mpsc::error::TrySendError::Closed(_) => "the client's request ended",
+                    })?;
                     let answer = answer.await.map_err(|_| "the client's request ended before it answered")??;
                     serde_json::from_value(answer)
                         .map_err(|e| format!("the client's answer to {method} is malformed: {e}"))
@@ -443,7 +468,8 @@ impl Upstream {
         Handlers {
             elicitation: Some(ask(weak.clone(), "elicitation/create")),
             sampling: Some(ask(weak.clone(), "sampling/createMessage")),
-            roots: Some(ask(weak, "roots/list")),
+            // A connection several callers share is not told anyone's roots.
+            roots: self.owned().then(|| ask(weak, "roots/list")),
         }
     }
 
@@ -458,7 +484,7 @@ impl Upstream {
                 "notifications/tools/list_changed"
                 | "notifications/prompts/list_changed"
                 | "notifications/resources/list_changed"
-                    if upstream.session.is_none() =>
+                    if upstream.owner.is_none() =>
                 {
                     let _ = upstream.events.send(Event::Changed(upstream.index));
                 }
@@ -473,16 +499,17 @@ impl Upstream {
         })
     }
 
+    /// A log message goes to the caller whose request it came with, else to the gateway's log.
     fn forward_log(&self, params: &Value) {
         let level: LoggingLevel =
             params.get("level").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or(LoggingLevel::Info);
         let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
         let data = params.get("data").cloned().unwrap_or(Value::Null);
-        match self.current_caller() {
-            Some((cx, _)) => {
+        match self.callers.find(mcp::client::question_tag(), self.owned(), "log message") {
+            Ok((cx, _)) => {
                 tokio::spawn(async move { cx.log(level, logger.as_deref(), data).await });
             }
-            None => tracing::info!("upstream {:?} logged ({level:?}): {data}", self.config.key),
+            Err(_) => tracing::info!("upstream {:?} logged ({level:?}): {data}", self.config.key),
         }
     }
 
@@ -494,24 +521,37 @@ impl Upstream {
         &self,
         cx: &RequestContext,
         parked: Option<&ParkedCalls<T>>,
-        request: impl FnOnce(Client, mpsc::UnboundedSender<ProgressParams>) -> BoxFuture<Result<T, mcp::Error>>,
+        request: impl FnOnce(Client, ProgressSink) -> BoxFuture<Result<T, mcp::Error>>,
     ) -> Result<T, ToolError> {
         let mut running = match parked.map(|p| p.resume(cx)).transpose()?.flatten() {
-            Some(running) => running,
+            Some(mut running) => {
+                running.waiter = Some(self.callers.wait(cx, running.tag, running.asker.clone()));
+                running
+            }
             None => {
+                // On the waiting list before anything is sent: a question may come at once (or
+                // while a caller's own connection is being made).
+                let starting = Starting::new();
+                let waiting = self.callers.wait(cx, starting.tag, starting.asker.clone());
                 let (generation, client) = self.ready_client().await.map_err(ToolError::new)?;
-                Running::start(generation, client, request)
+                let mut running = starting.start(generation, client, request);
+                running.waiter = Some(waiting);
+                running
             }
         };
-        let _waiting = self.waiting(cx, running.asker.clone());
         loop {
             tokio::select! {
                 // Progress first: the upstream sent it before its answer.
                 biased;
-                Some(p) = running.progress.recv() => cx.progress(p.progress, p.total, p.message.as_deref()).await,
+                Ok(()) = running.progress.changed() => {
+                    let latest = running.progress.borrow_and_update().clone();
+                    if let Some(p) = latest {
+                        cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                    }
+                }
                 joined = &mut running.handle => {
-                    // What came just before the answer is still passed on, in order.
-                    while let Ok(p) = running.progress.try_recv() {
+                    // What came just before the answer is still passed on.
+                    if let Some(p) = running.fresh_progress() {
                         cx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
                     let outcome = joined.unwrap_or_else(|e| Err(mcp::Error::from(std::io::Error::other(e))));
@@ -520,12 +560,18 @@ impl Upstream {
                 }
                 Some(question) = running.questions.recv() => {
                     running.asked += 1;
-                    let key = running.key();
+                    let key = match running.key() {
+                        Ok(key) => key,
+                        Err(e) => {
+                            let _ = question.reply.send(Err(e.to_string()));
+                            continue;
+                        }
+                    };
                     match cx.ask_keyed(&key, question.method, question.params).await {
                         Err(e) if e.is_input_required() && parked.is_some() => {
                             running.waiting = Some((key, question.reply));
                             if let Some(parked) = parked {
-                                parked.park(running);
+                                parked.park(running, cx);
                             }
                             return Err(e);
                         }

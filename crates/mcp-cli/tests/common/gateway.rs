@@ -19,8 +19,20 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// A gateway serving `servers`, once `/readyz` says every upstream is connected and listed.
     pub fn start(servers: Value) -> Gateway {
-        Gateway::try_start(servers).unwrap_or_else(|e| panic!("the gateway did not start: {e}"))
+        let gateway = Gateway::try_start(servers).unwrap_or_else(|e| panic!("the gateway did not start: {e}"));
+        gateway.wait_ready();
+        gateway
+    }
+
+    /// Waits (up to 30 s) for `/readyz` to answer 200.
+    pub fn wait_ready(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while self.page("/readyz").0 != 200 {
+            assert!(std::time::Instant::now() < deadline, "not ready: {}", self.page("/readyz").1);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     pub fn try_start(servers: Value) -> Result<Gateway, String> {

@@ -42,6 +42,32 @@ struct Pending {
     token: Option<String>,
     progress: Option<ProgressFn>,
     touched: mpsc::UnboundedSender<()>,
+    /// The tag of the [`tagged`] scope the request was sent from.
+    tag: Option<u64>,
+}
+
+tokio::task_local! {
+    /// The tag every request sent from this scope carries (see [`tagged`]).
+    static SENT_WITH: u64;
+    /// The tag of the request a server's message came with, while a handler answers it.
+    static CAME_WITH: Option<u64>;
+}
+
+/// Runs `future` with every request it sends tagged `tag`, so that a server's question or
+/// notification that comes with one of those requests can be told apart from others: a proxy
+/// serving several callers over one connection tags each caller's requests, and its handlers
+/// ask [`question_tag`] whose question it is.
+pub async fn tagged<F: std::future::Future>(tag: u64, future: F) -> F::Output {
+    SENT_WITH.scope(tag, future).await
+}
+
+/// Inside a [`Handlers`](super::Handlers) callback (and its future) or an
+/// [`on_notification`](super::ClientOptions::on_notification) callback: the tag of the request
+/// the server's message came with, when the transport says which request that is (Streamable
+/// HTTP: the message came on that request's response stream) and it was sent [`tagged`].
+/// `None` otherwise: on stdio a server's questions carry no link to any request.
+pub fn question_tag() -> Option<u64> {
+    CAME_WITH.try_with(|tag| *tag).ok().flatten()
 }
 
 /// How the engine sends.
@@ -94,7 +120,14 @@ pub(crate) struct Core {
     /// Results the server said stay fresh (`ttlMs`), and whose of them this connection reads.
     cache: Arc<super::cache::ResultCache>,
     cache_owner: RwLock<super::cache::Owner>,
+    /// How the era was decided.
+    negotiation: Mutex<super::Negotiation>,
 }
+
+/// How long a `ping` probe waits: every server answers one (a legacy one with `{}` or a refusal,
+/// a 2026-07-28 one with "method not found"), so only one that is still starting (or broken)
+/// is waited for.
+const PING_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Core {
     pub fn new(options: ClientOptions) -> Arc<Core> {
@@ -111,6 +144,7 @@ impl Core {
             task_events: tokio::sync::broadcast::channel(64).0,
             cache: options.cache.clone().unwrap_or_default(),
             cache_owner: RwLock::new(super::cache::Owner::new("")),
+            negotiation: Mutex::new(Default::default()),
             options,
         })
     }
@@ -194,11 +228,11 @@ impl Core {
         self.ended.load(Ordering::Relaxed)
     }
 
-    /// One message from the server.
-    pub fn on_message(self: &Arc<Self>, message: Value) {
+    /// One message from the server that came with request `related` (on its response stream).
+    pub fn on_message_with(self: &Arc<Self>, message: Value, related: Option<&RequestId>) {
         self.trace(Direction::In, &message);
         let Ok(text) = serde_json::to_string(&message) else { return };
-        self.on_envelope(&text);
+        self.on_envelope(&text, related);
     }
 
     /// One message from the server as the JSON text it came in (a stdio line), read once
@@ -222,11 +256,17 @@ impl Core {
                 Err(_) => return false,
             }
         }
-        self.on_envelope(text) || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        self.on_envelope(text, None) || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
     }
 
-    /// Acts on one message; `false` when it is not a JSON-RPC envelope.
-    fn on_envelope(self: &Arc<Self>, text: &str) -> bool {
+    /// The tag of pending request `related`, if it has one.
+    fn tag_of(&self, related: Option<&RequestId>) -> Option<u64> {
+        related.and_then(|id| self.pending.lock().unwrap().get(id).and_then(|p| p.tag))
+    }
+
+    /// Acts on one message; `false` when it is not a JSON-RPC envelope. `related`: the request
+    /// whose response stream it came on.
+    fn on_envelope(self: &Arc<Self>, text: &str, related: Option<&RequestId>) -> bool {
         let Ok(envelope) = serde_json::from_str::<Envelope>(text) else { return false };
         match envelope.kind() {
             Ok(MessageKind::Result { id, result }) => {
@@ -259,21 +299,22 @@ impl Core {
                 self.cache.on_notification(&self.cache_owner(), &method, params.map(|p| p.get()));
                 if let Some(notify) = &self.options.on_notification {
                     let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
-                    notify(&method, &params);
+                    CAME_WITH.sync_scope(self.tag_of(related), || notify(&method, &params));
                 }
             }
             Ok(MessageKind::Request { id, method, params }) => {
                 let params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null);
                 let core = self.clone();
                 let method = method.into_owned();
-                tokio::spawn(async move {
+                let tag = self.tag_of(related);
+                tokio::spawn(CAME_WITH.scope(tag, async move {
                     let answer = core.answer(&method, params).await;
                     let message = match answer {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     };
                     let _ = core.send(message).await;
-                });
+                }));
             }
             _ => {}
         }
@@ -363,7 +404,8 @@ impl Core {
             if self.ended.load(Ordering::Relaxed) {
                 return Err(ErrorObject::new(TRANSPORT_FAILED, "the connection closed"));
             }
-            pending.insert(id.clone(), Pending { tx, token, progress, touched });
+            let tag = SENT_WITH.try_with(|tag| *tag).ok();
+            pending.insert(id.clone(), Pending { tx, token, progress, touched, tag });
         }
         let guard = CancelOnDrop { core: self, id: id.clone(), done: false };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -498,7 +540,10 @@ impl Core {
         if let Some(Value::Object(requests)) = result.get("inputRequests") {
             for (key, request) in requests {
                 let method = request["method"].as_str().unwrap_or("");
-                let answer = self.answer(method, request.get("params").cloned().unwrap_or(json!({}))).await?;
+                // The question came with a request sent from this scope: it carries its tag.
+                let tag = SENT_WITH.try_with(|tag| *tag).ok();
+                let params = request.get("params").cloned().unwrap_or(json!({}));
+                let answer = CAME_WITH.scope(tag, self.answer(method, params)).await?;
                 responses.insert(key.clone(), answer);
             }
         }
@@ -512,10 +557,10 @@ impl Core {
         Ok(params)
     }
 
-    /// Decides the era: from memory (see [`KnownEra`]), else a `server/discover` probe, else
-    /// `initialize`.
+    /// Decides the era: from memory (see [`KnownEra`]), else a probe, else `initialize`.
     pub async fn negotiate(self: &Arc<Self>, http: bool) -> Result<(), Error> {
-        match self.options.known_era.clone() {
+        let started = Instant::now();
+        let outcome = match self.options.known_era.clone() {
             _ if self.options.legacy_only => self.initialize().await,
             Some(KnownEra::Modern(version)) => {
                 self.confirm_in_background(http, version);
@@ -524,18 +569,80 @@ impl Core {
             }
             Some(KnownEra::Legacy) => match self.initialize().await {
                 Ok(()) => Ok(()),
-                Err(_) => self.probe(http, ProtocolVersion::LATEST.to_owned()).await,
+                Err(e) => {
+                    self.note(format!("remembered as legacy, but initialize failed ({e}): probing"));
+                    self.probe(http, ProtocolVersion::LATEST.to_owned(), !http).await
+                }
             },
-            None => self.probe(http, ProtocolVersion::LATEST.to_owned()).await,
-        }
+            None => self.probe(http, ProtocolVersion::LATEST.to_owned(), !http).await,
+        };
+        self.negotiation.lock().unwrap().elapsed = started.elapsed();
+        outcome
     }
 
-    /// A `server/discover` probe preferring `version`, else `initialize`.
-    async fn probe(self: &Arc<Self>, http: bool, version: String) -> Result<(), Error> {
+    /// Notes one step of the negotiation (what [`Core::negotiation`] reports).
+    fn note(&self, step: String) {
+        self.negotiation.lock().unwrap().steps.push(step);
+    }
+
+    /// How the era was decided.
+    pub fn negotiation(&self) -> super::Negotiation {
+        self.negotiation.lock().unwrap().clone()
+    }
+
+    /// A probe preferring `version`, else `initialize`. With `ping_first` (stdio), a `ping` goes
+    /// before `server/discover`: see [`Core::ping_says_legacy`].
+    async fn probe(self: &Arc<Self>, http: bool, version: String, ping_first: bool) -> Result<(), Error> {
+        if ping_first && self.ping_says_legacy(&version).await? {
+            return match self.initialize().await {
+                Ok(()) => Ok(()),
+                // Not legacy after all (a 2026-07-28 server that answers `ping` oddly).
+                Err(e) if e.rpc().is_some() => {
+                    self.note(format!("initialize refused ({e}): asking server/discover"));
+                    match self.discover_with(http, version, false).await? {
+                        true => Ok(()),
+                        false => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+        }
         if self.discover_with(http, version, false).await? {
             return Ok(());
         }
         self.initialize().await
+    }
+
+    /// stdio: a `ping` carrying 2026-07-28 `_meta`, asked before `server/discover`, `true` when
+    /// its answer shows a legacy server. `ping` is the one request a legacy server takes before
+    /// `initialize` (answered `{}`, or refused as early by some), and 2026-07-28 removed it, so
+    /// a modern server answers "method not found" (-32601) and is asked `server/discover` next.
+    /// A legacy server is so never sent a method it does not know: the Python SDK 1.x logs some
+    /// 250 lines of validation errors for `server/discover`, and a server that ignores unknown
+    /// methods would leave it to time out. A wrong guess costs a refused `initialize`, then the
+    /// `server/discover` probe, never a wrong era.
+    async fn ping_says_legacy(self: &Arc<Self>, version: &str) -> Result<bool, Error> {
+        let ping = json!({"_meta": self.meta(version)});
+        let limit = self.options.timeout.min(PING_LIMIT);
+        let (legacy, step) = match tokio::time::timeout(limit, self.raw("ping", ping, None)).await {
+            Ok(Ok(result)) if result.get("resultType").is_none() => (true, "ping answered: a legacy server".to_owned()),
+            Ok(Ok(_)) => (false, "ping answered with a resultType".to_owned()),
+            Ok(Err(e)) if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED => return Err(Error::from(e)),
+            Ok(Err(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => (false, "ping unknown: not a legacy server".into()),
+            // The request's own time limit may be the shorter one: a wait as well.
+            Ok(Err(e)) if e.code == TRANSPORT_FAILED && !self.is_ended() && e.message.starts_with("no answer") => {
+                self.negotiation.lock().unwrap().waited_out = true;
+                (true, format!("no answer to ping within {limit:?}: trying initialize"))
+            }
+            Ok(Err(e)) if e.code == TRANSPORT_FAILED => return Err(Error::protocol(e.message)),
+            Ok(Err(e)) => (true, format!("ping refused before initialize ({}): a legacy server", e.code.0)),
+            Err(_) => {
+                self.negotiation.lock().unwrap().waited_out = true;
+                (true, format!("no answer to ping within {limit:?}: trying initialize"))
+            }
+        };
+        self.note(step);
+        Ok(legacy)
     }
 
     /// Speaks `version` at once; a `server/discover` sent first confirms it, or the fallback to
@@ -550,8 +657,9 @@ impl Core {
         self.settled.send_replace(None);
         let core = self.clone();
         tokio::spawn(async move {
-            let outcome = core.probe(http, version).await;
-            core.settled.send_replace(Some(outcome.map_err(|e| e.to_string())));
+            let outcome = core.probe(http, version, false).await;
+            let why = |e: Error| e.to_string().trim_start_matches("protocol error: ").to_owned();
+            core.settled.send_replace(Some(outcome.map_err(why)));
         });
     }
 
@@ -564,13 +672,13 @@ impl Core {
         }
         self.sender()?.set_version(&version, true);
         let probe = json!({"_meta": self.meta(&version)});
-        let answer = tokio::time::timeout(
-            self.options.timeout.min(std::time::Duration::from_secs(if http { 30 } else { 5 })),
-            self.raw("server/discover", probe, None),
-        )
-        .await;
+        let limit = self.options.timeout.min(std::time::Duration::from_secs(if http { 30 } else { 5 }));
+        let answer = tokio::time::timeout(limit, self.raw("server/discover", probe, None)).await;
         let result = match answer {
-            Ok(Ok(result)) if result.get("supportedVersions").is_some() => result,
+            Ok(Ok(result)) if result.get("supportedVersions").is_some() => {
+                self.note("server/discover answered: a 2026-07-28 server".into());
+                result
+            }
             Ok(Err(e)) if e.code == AUTH_REQUIRED || e.code == AUTH_FAILED => return Err(Error::from(e)),
             Ok(Err(e)) if e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
                 let supported: Vec<String> = e
@@ -590,7 +698,16 @@ impl Core {
                 }
                 return Err(Error::protocol(format!("the server supports none of our versions: {supported:?}")));
             }
-            _ => {
+            other => {
+                let step = match other {
+                    Err(_) => {
+                        self.negotiation.lock().unwrap().waited_out = true;
+                        format!("no answer to server/discover within {limit:?}: a legacy server")
+                    }
+                    Ok(Err(e)) => format!("server/discover refused ({}: {}): a legacy server", e.code.0, e.message),
+                    Ok(Ok(_)) => "server/discover answered without supportedVersions: a legacy server".into(),
+                };
+                self.note(step);
                 self.state.write().unwrap().modern = false;
                 return Ok(false);
             }

@@ -133,9 +133,24 @@ fn shown_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Redirects followed for one request, at most.
+const MAX_REDIRECTS: usize = 5;
+
+/// Where a `307` or `308` answer sends the request (the only redirects that keep its method and
+/// body; a `301`, `302` or `303` would turn the POST into a GET and is not followed).
+fn redirected(response: &hyper::Response<hyper::body::Incoming>, from: &Uri) -> Option<Result<Uri, String>> {
+    if !matches!(response.status(), StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT) {
+        return None;
+    }
+    let location = response.headers().get(header::LOCATION)?.to_str().ok()?;
+    Some(crate::net::fetch::resolve(from, location))
+}
+
 impl HttpSender {
-    /// Sends a request, with credentials when there is an authorizer: a `401`, or a `403` for
-    /// want of scope, goes to it, and the request is sent again when it has new credentials.
+    /// Sends a request (see [`HttpSender::send_authorized`]), following `307` and `308`
+    /// redirects with the same method and body, at most [`MAX_REDIRECTS`] of them. Credentials
+    /// and the session go only to the server's own origin: a redirect elsewhere is followed
+    /// without the session, and refused for a request that carries credentials.
     async fn send_request(
         &self,
         method: Method,
@@ -143,14 +158,53 @@ impl HttpSender {
         message: Option<&Value>,
         extra: &[(String, String)],
     ) -> Result<hyper::Response<hyper::body::Incoming>, SendFailure> {
+        use crate::net::fetch::origin;
+        let mut target = uri.clone();
+        let mut extra = extra.to_vec();
+        let mut home = true;
+        for _hop in 0..=MAX_REDIRECTS {
+            let (response, credentials) = self.send_authorized(method.clone(), &target, message, &extra, home).await?;
+            let Some(next) = redirected(&response, &target) else { return Ok(response) };
+            let next = next.map_err(SendFailure::Transport)?;
+            if origin(&next) != origin(&self.url) {
+                if credentials {
+                    return Err(SendFailure::Transport(format!(
+                        "{target} redirects to another origin ({next}); a request carrying credentials is not \
+                         sent there (use that URL directly if it is the server)"
+                    )));
+                }
+                // Elsewhere, no session and no authorization: a 401 there is not ours to answer.
+                home = false;
+                extra.retain(|(k, _)| !k.eq_ignore_ascii_case("mcp-session-id"));
+            }
+            target = next;
+        }
+        Err(SendFailure::Transport(format!("{uri} redirects more than {MAX_REDIRECTS} times")))
+    }
+
+    /// Sends a request, with credentials when there is an authorizer (and the request goes to
+    /// the server's own origin, `home`): a `401`, or a `403` for want of scope, goes to it, and
+    /// the request is sent again when it has new credentials. Also says whether the request that
+    /// was answered carried credentials.
+    async fn send_authorized(
+        &self,
+        method: Method,
+        uri: &Uri,
+        message: Option<&Value>,
+        extra: &[(String, String)],
+        home: bool,
+    ) -> Result<(hyper::Response<hyper::body::Incoming>, bool), SendFailure> {
+        let auth = self.auth.as_ref().filter(|_| home);
         for _attempt in 0..8 {
-            let credentials = match &self.auth {
+            let credentials = match auth {
                 Some(auth) => auth.credentials(method.as_str(), &uri.to_string()).await.map_err(SendFailure::Auth)?,
                 None => Default::default(),
             };
             let mut headers = extra.to_vec();
             headers.extend(credentials.headers.iter().cloned());
-            let request = self.build(method.clone(), uri, message, &headers);
+            let carried = !credentials.headers.is_empty()
+                || self.headers.iter().chain(&headers).any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            let request = self.build(method.clone(), uri, message, &headers, home);
             let sent = self.http_tracer.as_ref().map(|_| shown_headers(request.headers()));
             let response = self.client.request(request).await.map_err(|e| SendFailure::Transport(why(&e)))?;
             if let (Some(trace), Some(sent)) = (&self.http_tracer, sent) {
@@ -164,9 +218,9 @@ impl HttpSender {
                 });
             }
             let status = response.status();
-            let Some(auth) = &self.auth else { return Ok(response) };
+            let Some(auth) = auth else { return Ok((response, carried)) };
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
-                return Ok(response);
+                return Ok((response, carried));
             }
             let values = response.headers().get_all(header::WWW_AUTHENTICATE);
             let challenges = super::auth::challenge::parse_all(values.iter().filter_map(|v| v.to_str().ok()));
@@ -178,7 +232,7 @@ impl HttpSender {
             };
             match auth.refused(&self.url.to_string(), &refusal, credentials.generation).await {
                 Ok(true) => continue,
-                Ok(false) => return Ok(response),
+                Ok(false) => return Ok((response, carried)),
                 Err(e) => return Err(SendFailure::Auth(e)),
             }
         }
@@ -211,10 +265,15 @@ impl HttpSender {
     }
 
     fn deliver(&self, message: Value) {
+        self.deliver_with(message, None);
+    }
+
+    /// Delivers what came with request `related` (in its response), or outside any request.
+    fn deliver_with(&self, message: Value, related: Option<&RequestId>) {
         if let Some(core) = self.core.upgrade() {
             match message {
-                Value::Array(items) => items.into_iter().for_each(|m| core.on_message(m)),
-                m => core.on_message(m),
+                Value::Array(items) => items.into_iter().for_each(|m| core.on_message_with(m, related)),
+                m => core.on_message_with(m, related),
             }
         }
     }
@@ -223,12 +282,15 @@ impl HttpSender {
         self.deliver(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code.0, "message": message}}));
     }
 
+    /// The request; the user's headers (`--header`, an entry's `headers`) go only to the
+    /// server's own origin (`home`).
     fn build<K: AsRef<str>>(
         &self,
         method: Method,
         uri: &Uri,
         message: Option<&Value>,
         extra: &[(K, String)],
+        home: bool,
     ) -> Request<Full<Bytes>> {
         let body = message.map(|m| Bytes::from(serde_json::to_vec(m).unwrap_or_default())).unwrap_or_default();
         let mut b = Request::builder().method(method).uri(uri.clone());
@@ -239,7 +301,7 @@ impl HttpSender {
         if message.is_some() {
             b = b.header(header::CONTENT_TYPE, "application/json");
         }
-        for (k, v) in &self.headers {
+        for (k, v) in self.headers.iter().filter(|_| home) {
             b = b.header(k.as_str(), v.as_str());
         }
         if let Some(auth) = self.connector.proxy_authorization(uri) {
@@ -346,10 +408,13 @@ impl HttpSender {
         };
         match serde_json::from_slice::<Value>(&body) {
             Ok(mut v) if v.get("jsonrpc").is_some() || v.is_array() => {
-                if v.get("error").is_some() && v["id"].is_null() {
+                // A JSON body is the answer to the request it was POSTed with: an error about
+                // it may carry a null id, or one of the server's own (the Python SDK says
+                // "server-error" when a session is missing), and is still this request's.
+                if v.get("error").is_some() && v.get("method").is_none() && v["id"] != json!(id) {
                     v["id"] = json!(id);
                 }
-                self.deliver(v)
+                self.deliver_with(v, Some(&id))
             }
             _ if status == StatusCode::ACCEPTED => {}
             _ => self.fail(
@@ -369,7 +434,7 @@ impl HttpSender {
         for _attempt in 0..10 {
             let Some(stream) = body.take() else { break };
             let answered = |m: &Value| m.get("id") == Some(&answer) && m.get("method").is_none();
-            if self.read_events(stream, &mut resume, answered).await {
+            if self.read_events(stream, &mut resume, Some(&id), answered).await {
                 return;
             }
             if resume.dropped_oversized {
@@ -400,12 +465,14 @@ impl HttpSender {
         self.fail(&id, TRANSPORT_FAILED, "the response stream ended before the answer".into());
     }
 
-    /// Delivers every message of an SSE body, noting the event ids and `retry:` delays to resume
-    /// with; returns `true` as soon as a delivered message satisfies `last`.
+    /// Delivers every message of an SSE body (the response stream of request `related`, or the
+    /// session's own stream), noting the event ids and `retry:` delays to resume with; returns
+    /// `true` as soon as a delivered message satisfies `last`.
     async fn read_events(
         &self,
         mut body: hyper::body::Incoming,
         resume: &mut Resumption,
+        related: Option<&RequestId>,
         last: impl Fn(&Value) -> bool,
     ) -> bool {
         let mut parser = Parser::with_limit(self.max_message);
@@ -415,7 +482,7 @@ impl HttpSender {
                 resume.note(event.id, event.retry);
                 let Ok(message) = serde_json::from_str::<Value>(&event.data) else { continue };
                 let done = last(&message);
-                self.deliver(message);
+                self.deliver_with(message, related);
                 if done {
                     return true;
                 }
@@ -444,7 +511,7 @@ impl HttpSender {
                 Ok(r) if r.status().is_success() => r,
                 _ => return,
             };
-            self.read_events(response.into_body(), &mut resume, |_| false).await;
+            self.read_events(response.into_body(), &mut resume, None, |_| false).await;
             tokio::time::sleep(resume.retry).await;
         }
     }

@@ -41,7 +41,7 @@ use mcp_types::utilities::ProgressParams;
 use serde_json::{json, Value};
 
 use self::core::Core;
-pub use self::core::Direction;
+pub use self::core::{question_tag, tagged, Direction};
 pub use stdio::{ServerProcess, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
@@ -154,6 +154,19 @@ pub enum KnownEra {
     /// ignores unknown methods answers only by a timeout). If `initialize` fails, the client
     /// probes after all.
     Legacy,
+}
+
+/// How a connection's era was decided (see [`Client::negotiation`]): what `mcp doctor` shows.
+#[derive(Debug, Clone, Default)]
+pub struct Negotiation {
+    /// Each question asked and what its answer showed, in words, in order.
+    pub steps: Vec<String>,
+    /// From the first question to the era decided, the `initialize` handshake included (a
+    /// remembered modern era: until the first request could go out).
+    pub elapsed: Duration,
+    /// A probe went unanswered until its time limit (a server that ignores what it does not
+    /// know, or one still starting).
+    pub waited_out: bool,
 }
 
 impl Default for ClientOptions {
@@ -277,6 +290,12 @@ impl Client {
         self.core.settled().await.map_err(Error::from)?;
         let d = self.core.description();
         Ok(if d.modern { KnownEra::Modern(d.protocol_version) } else { KnownEra::Legacy })
+    }
+
+    /// How the era was decided: the questions asked, how long it took, whether a probe was
+    /// waited out.
+    pub fn negotiation(&self) -> Negotiation {
+        self.core.negotiation()
     }
 
     /// Whether the connection ended: the child process exited or closed its stdout, or the

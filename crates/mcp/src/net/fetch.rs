@@ -75,8 +75,14 @@ pub fn check_url(url: &str) -> Result<Uri, String> {
     }
 }
 
-fn origin(uri: &Uri) -> (Option<&str>, Option<&str>, Option<u16>) {
-    (uri.scheme_str(), uri.host(), uri.port_u16())
+/// Scheme, host and port (the scheme's default port when none is written).
+pub(crate) fn origin(uri: &Uri) -> (Option<&str>, Option<&str>, Option<u16>) {
+    let port = uri.port_u16().or(match uri.scheme_str() {
+        Some("http") => Some(80),
+        Some("https") => Some(443),
+        _ => None,
+    });
+    (uri.scheme_str(), uri.host(), port)
 }
 
 impl Fetcher {
@@ -149,6 +155,26 @@ impl Fetcher {
         Ok(Streaming { status, headers, body: response.into_body() })
     }
 
+    /// GET `url` and return the answer's status and headers only: its body is never read (an
+    /// endpoint may answer with an endless event stream), nor a redirect followed.
+    pub async fn get_head(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<(http::StatusCode, http::HeaderMap), String> {
+        let uri: Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let mut request = Request::builder().method(Method::GET).uri(uri.clone());
+        for (k, v) in headers {
+            request = request.header(*k, v.as_str());
+        }
+        let request = request.body(Full::new(Bytes::new())).map_err(|e| e.to_string())?;
+        let response = tokio::time::timeout(self.timeout, self.client.request(request))
+            .await
+            .map_err(|_| format!("{uri} did not answer within {:?}", self.timeout))?
+            .map_err(|e| format!("cannot reach {uri}: {}", crate::net::connect::why(&e)))?;
+        Ok((response.status(), response.headers().clone()))
+    }
+
     /// DELETE `url` (an MCP session's end), its answer as is.
     pub async fn delete(&self, url: &str, headers: &[(&str, String)]) -> Result<Fetched, String> {
         self.send_with(Method::DELETE, url, headers, None, false).await
@@ -181,8 +207,10 @@ impl Fetcher {
         let first = check_url(url)?;
         let mut uri = first.clone();
         for _ in 0..=MAX_REDIRECTS {
-            let mut request =
-                Request::builder().method(method.clone()).uri(uri.clone()).header(header::ACCEPT, "application/json");
+            let mut request = Request::builder().method(method.clone()).uri(uri.clone());
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(header::ACCEPT.as_str())) {
+                request = request.header(header::ACCEPT, "application/json"); // one Accept, the caller's if any
+            }
             for (k, v) in headers {
                 request = request.header(*k, v.as_str());
             }
@@ -221,7 +249,12 @@ pub(crate) fn resolve(base: &Uri, location: &str) -> Result<Uri, String> {
     }
     let scheme = base.scheme_str().unwrap_or("https");
     let authority = base.authority().map(|a| a.as_str()).unwrap_or_default();
-    format!("{scheme}://{authority}{location}").parse().map_err(|e| format!("bad redirect {location:?}: {e}"))
+    let path = match location.starts_with('/') {
+        true => location.to_owned(),
+        // Relative to the base's directory: "mcp/" from "/api/x" is "/api/mcp/".
+        false => format!("{}{location}", &base.path()[..=base.path().rfind('/').unwrap_or(0)]),
+    };
+    format!("{scheme}://{authority}{path}").parse().map_err(|e| format!("bad redirect {location:?}: {e}"))
 }
 
 /// `application/x-www-form-urlencoded` encoding of one key or value.

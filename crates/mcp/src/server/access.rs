@@ -74,6 +74,27 @@ impl Router {
         self
     }
 
+    /// [`Router::prompt_scopes`], [`Router::resource_scopes`] or [`Router::template_scopes`] on
+    /// a shared router, for an item added or removed at run time: the scopes `item` needs from
+    /// now on (none: the rule is removed). A template that does not parse is refused.
+    pub fn set_item_scopes(&self, item: ScopedItem<'_>, scopes: &[String]) -> Result<(), String> {
+        let mut rules = self.inner.scopes.write().unwrap();
+        let keep = !scopes.is_empty();
+        match item {
+            ScopedItem::Prompt(name) if keep => drop(rules.prompts.insert(name.to_owned(), scopes.to_vec())),
+            ScopedItem::Prompt(name) => drop(rules.prompts.remove(name)),
+            ScopedItem::Resource(uri) if keep => drop(rules.resources.insert(uri.to_owned(), scopes.to_vec())),
+            ScopedItem::Resource(uri) => drop(rules.resources.remove(uri)),
+            ScopedItem::Template(source) => {
+                rules.templates.retain(|(t, _)| t.as_str() != source);
+                if keep {
+                    rules.templates.push((UriTemplate::parse(source)?, scopes.to_vec()));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// How a granted scope implies needed ones, beyond equality (the spec asks servers to honour
     /// their scope hierarchies): `|granted, needed| needed.starts_with(&format!("{granted}:"))`.
     pub fn scope_hierarchy(self, implies: impl Fn(&str, &str) -> bool + Send + Sync + 'static) -> Self {
@@ -176,4 +197,15 @@ impl Router {
         Err(ErrorObject::invalid_request(format!("insufficient scope: this request needs {}", needed.join(" ")))
             .with_data(serde_json::json!({"requiredScopes": needed})))
     }
+}
+
+/// An item whose scopes [`Router::set_item_scopes`] sets.
+#[derive(Debug, Clone, Copy)]
+pub enum ScopedItem<'a> {
+    /// A prompt, by name.
+    Prompt(&'a str),
+    /// A resource, by URI.
+    Resource(&'a str),
+    /// A resource template, by its template text.
+    Template(&'a str),
 }

@@ -53,6 +53,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
+pub use access::ScopedItem;
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
 pub use context::{Elicitation, RequestContext, SessionRef};

@@ -47,13 +47,17 @@ impl ScopeRules {
     /// The scopes of the item a request names (not the minimum).
     fn of_item(&self, method: &str, name: Option<&str>) -> &[String] {
         let Some(name) = name else { return &[] };
+        let resource = || {
+            self.resources.get(name).or_else(|| {
+                self.templates.iter().find(|(t, _)| t.matches(name).is_some() || t.as_str() == name).map(|(_, s)| s)
+            })
+        };
         let found = match method {
             "tools/call" => self.tools.get(name),
             "prompts/get" => self.prompts.get(name),
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => self
-                .resources
-                .get(name)
-                .or_else(|| self.templates.iter().find(|(t, _)| t.matches(name).is_some()).map(|(_, s)| s)),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => resource(),
+            // Completing an argument of a prompt or template tells what it holds: its scopes.
+            "completion/complete" => self.prompts.get(name).or_else(resource),
             _ => None,
         };
         found.map_or(&[], Vec::as_slice)

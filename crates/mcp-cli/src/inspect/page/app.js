@@ -65,7 +65,8 @@ function showError(e) {
 }
 
 function pre(value) {
-  return el("pre", { text: typeof value === "string" ? value : JSON.stringify(value, null, 2) });
+  // Focusable, so a keyboard can scroll it when it overflows.
+  return el("pre", { text: typeof value === "string" ? value : JSON.stringify(value, null, 2), tabindex: "0" });
 }
 
 // ---- the server -----------------------------------------------------------------------------
@@ -111,8 +112,14 @@ $("reconnect").addEventListener("click", async () => {
 $("tools-refresh").addEventListener("click", () => loadTools().catch(showError));
 
 async function loadTools() {
-  state.tools = await listAll("tools/list", "tools");
+  const caps = (state.server && state.server.capabilities) || {};
   const list = $("tools-list");
+  if (!caps.tools) {
+    state.tools = [];
+    list.replaceChildren(el("li", { text: "the server offers no tools" }));
+    return;
+  }
+  state.tools = await listAll("tools/list", "tools");
   list.replaceChildren();
   for (const tool of state.tools) {
     const item = el("li", { "data-tool": tool.name }, el("b", { text: tool.title || tool.name }), el("small", { text: tool.description || "" }));
@@ -598,8 +605,8 @@ function stripMeta(params) {
 
 // An editor for one call: its method and params as JSON, sent as typed.
 function editCall(callSpec, box) {
-  const method = el("input", { id: "replay-method", value: callSpec.method });
-  const params = el("textarea", { id: "replay-params", class: "json" });
+  const method = el("input", { id: "replay-method", value: callSpec.method, "aria-label": "Method" });
+  const params = el("textarea", { id: "replay-params", class: "json", "aria-label": "Params (JSON)" });
   params.value = JSON.stringify(callSpec.params || {}, null, 2);
   const send = el("button", { type: "button", id: "replay-send", text: "Send" });
   const output = el("div", { id: "replay-result" });
@@ -759,7 +766,7 @@ function showQuestion(event) {
     decline.addEventListener("click", () => answer({ action: "decline" }));
     cancel.addEventListener("click", () => answer({ action: "cancel" }));
   } else if (event.type === "sampling") {
-    const text = el("textarea", { class: "sampling-reply", placeholder: "the reply the model would give" });
+    const text = el("textarea", { class: "sampling-reply", placeholder: "the reply the model would give", "aria-label": "The model's reply" });
     const send = el("button", { type: "button", text: "Send as the model" });
     const decline = el("button", { type: "button", class: "secondary", text: "Decline" });
     send.addEventListener("click", () => answer({ role: "assistant", content: { type: "text", text: text.value }, model: "a person, in mcp inspect", stopReason: "endTurn" }));

@@ -462,18 +462,18 @@ impl OAuth {
     }
 
     /// The challenges the server answers a request without a token with (none: no 401). The
-    /// request is a notification no server acts on (a cancellation of nothing), so it changes
-    /// nothing where no authorization is needed.
+    /// request is a GET of the endpoint, whose answer's body is not read: no JSON-RPC message
+    /// goes out before `initialize` (a server could take it for a session's start), and an
+    /// endpoint that needs no authorization answers it with a 4xx or a stream that is dropped.
+    /// A server that guards only POST is authorized later, on its first 401.
     async fn probe(&self, url: &str) -> Result<Vec<Challenge>, AuthError> {
-        let body = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": "mcp-authorization-probe", "reason": "probing for authorization"}});
-        let accept = ("accept", "application/json, text/event-stream".to_owned());
-        let answer = self.fetcher.post_json(url, &body, &[accept]).await.map_err(AuthError::Unreachable)?;
-        if answer.status != http::StatusCode::UNAUTHORIZED {
+        let accept = ("accept", "text/event-stream".to_owned());
+        let (status, headers) = self.fetcher.get_head(url, &[accept]).await.map_err(AuthError::Unreachable)?;
+        if status != http::StatusCode::UNAUTHORIZED {
             return Ok(Vec::new());
         }
         let challenges: Vec<&str> =
-            answer.headers.get_all(http::header::WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).collect();
+            headers.get_all(http::header::WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).collect();
         let mut parsed = super::challenge::parse_all(challenges);
         if parsed.is_empty() {
             parsed.push(Challenge { scheme: "bearer".into(), ..Challenge::default() });

@@ -191,13 +191,36 @@ pub(crate) fn named_field(method: &str) -> Option<&'static str> {
     }
 }
 
-/// The name or URI a request's params name, read as a string only if it is one, by the one
-/// reader of the params' head ([`crate::server::head::ParamsHead`]): params it refuses (a
-/// repeated `name`...) name nothing, and the request is refused when it is admitted.
+/// The name or URI a request's params name, read as a string only if it is one (for
+/// `completion/complete`, the prompt or resource its `ref` names), by the one reader of the
+/// params' head ([`crate::server::head::ParamsHead`]): params it refuses (a repeated `name`...)
+/// name nothing, and the request is refused when it is admitted.
 pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
+    if method == "completion/complete" {
+        return completion_ref(params?);
+    }
     named_field(method)?;
     let head = crate::server::head::ParamsHead::read_text(params).ok()?;
     head.named(method).map(std::borrow::Cow::into_owned)
+}
+
+/// The prompt name or resource URI a completion's `ref` names.
+fn completion_ref(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "ref", borrow)]
+        reference: &'a serde_json::value::RawValue,
+    }
+    #[derive(serde::Deserialize)]
+    struct Ref<'a> {
+        #[serde(borrow, default)]
+        name: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        uri: Option<&'a serde_json::value::RawValue>,
+    }
+    let params: Params<'_> = serde_json::from_str(params).ok()?;
+    let reference: Ref<'_> = serde_json::from_str(params.reference.get()).ok()?;
+    serde_json::from_str::<String>(reference.name.or(reference.uri)?.get()).ok()
 }
 
 /// A tool result telling the model why its call did not run to the end.
@@ -227,5 +250,9 @@ mod tests {
             None,
             "refused, not the first or last"
         );
+        let complete = |r: &str| named_item("completion/complete", Some(&format!(r#"{{"ref":{r},"argument":{{}}}}"#)));
+        assert_eq!(complete(r#"{"type":"ref/prompt","name":"greet"}"#).as_deref(), Some("greet"));
+        assert_eq!(complete(r#"{"type":"ref/resource","uri":"file:///{p}"}"#).as_deref(), Some("file:///{p}"));
+        assert_eq!(complete(r#"{"type":"ref/prompt"}"#), None);
     }
 }
