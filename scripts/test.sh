@@ -2,7 +2,8 @@
 # The project's test command: everything a fresh machine needs, then every test.
 #
 #   bash scripts/test.sh            # unit, integration, end-to-end tests, conformance suite
-#   MCP_FUZZ_SECONDS=60 bash ...    # also fuzz the decoder and the router for 60 s each
+#   MCP_FUZZ_SECONDS=60 bash ...    # also fuzz the decoder and the router for 60 s each, and
+#                                   # every cargo-fuzz target for MCP_FUZZ_TARGET_SECONDS (10)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,4 +73,6 @@ if [ -n "${MCP_FUZZ_SECONDS:-}" ]; then
     log "fuzzing the envelope decoder and the router, ${MCP_FUZZ_SECONDS}s each"
     # --workspace, as above: the same feature unification, so nothing is compiled again.
     cargo test --workspace --locked --test fuzz -- --nocapture
+    log "the cargo-fuzz targets (libFuzzer, nightly), ${MCP_FUZZ_TARGET_SECONDS:-10}s each"
+    MCP_FUZZ_SECONDS=${MCP_FUZZ_TARGET_SECONDS:-10} bash scripts/fuzz.sh
 fi

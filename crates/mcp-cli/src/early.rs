@@ -14,8 +14,10 @@ use mcp::client::{ServerProcess, Stderr, StdioCommand};
 /// `--`, nothing is started early.
 const DECISIVE: [&str; 7] = ["--env", "--config", "--server", "--url", "--help", "--version", "--sandbox"];
 
-/// Commands that start the server their own way.
-const OWN_START: [&str; 3] = ["doctor", "inspect", "sandbox"];
+/// Commands that start the server their own way (`mcp sandbox` inside its sandbox; the bridge
+/// and the gateway as upstreams, per caller where they isolate them): a server started early
+/// would be a second one.
+const OWN_START: [&str; 5] = ["doctor", "inspect", "sandbox", "bridge", "gateway"];
 
 /// Starts the server named after `--` in `args` (the whole command line, program name first).
 pub fn start(args: &[OsString]) -> Option<ServerProcess> {
@@ -29,7 +31,8 @@ fn command(args: &[OsString]) -> Option<StdioCommand> {
     if options.iter().any(|a| is_decisive(&a.to_string_lossy())) {
         return None;
     }
-    // The doctor and the inspector start the server themselves, and time its start.
+    // The doctor and the inspector start the server themselves (and time its start); the
+    // bridge and the gateway start their upstreams themselves.
     if options.iter().any(|a| OWN_START.contains(&a.to_string_lossy().as_ref())) {
         return None;
     }
@@ -68,6 +71,8 @@ mod tests {
             "mcp doctor -- true",
             "mcp --sandbox tools -- true",
             "mcp sandbox -- true",
+            "mcp bridge --http 127.0.0.1:0 -- true",
+            "mcp --quiet gateway -- true",
         ] {
             assert!(command(&args(line)).is_none(), "{line}");
         }

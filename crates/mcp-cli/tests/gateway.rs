@@ -168,12 +168,20 @@ fn each_listing_of_an_upstreams_tools_is_audited_with_their_hashes() {
     let gateway =
         Gateway::try_start_with(json!({"example": stdio(example())}), &["--audit-log", log.to_str().unwrap()]).unwrap();
     gateway.wait_ready();
-    let text = std::fs::read_to_string(&log).unwrap();
-    let listing: Value = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|e| e["event"] == "upstream_tools_listed")
-        .unwrap_or_else(|| panic!("no listing in the audit log: {text}"));
+    // The log's own thread writes the line (requests never wait for it): a moment after the start.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let listing: Value = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "upstream_tools_listed");
+        match found {
+            Some(listing) => break listing,
+            None if std::time::Instant::now() < deadline => std::thread::sleep(std::time::Duration::from_millis(20)),
+            None => panic!("no listing in the audit log: {text}"),
+        }
+    };
     assert_eq!(listing["upstream"], "example");
     let echo = listing["tools"].as_array().unwrap().iter().find(|t| t["name"] == "echo").expect("echo listed");
     let hash = echo["sha256"].as_str().unwrap();

@@ -109,6 +109,28 @@ fn raw_status(port: &str, request: &str) -> u16 {
     answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
+/// An app's frame is loaded by a URL that holds its single-use id and not the inspector's token
+/// (the app's document can read its own address): it works once, for this listener's Host only.
+#[test]
+fn an_app_frame_url_holds_its_one_time_id_and_not_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let inspector = Inspector::start(&["--", example().to_str().unwrap()], &dir.path().join("auth.json"));
+    let html = "<!doctype html><p id=app>app</p>";
+    let frame = inspector.post("/api/frame", json!({"html": html, "csp": {}}));
+    let url = frame["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with("/frame/"), "{url}");
+    assert!(!url.contains(&inspector.token) && !url.contains("token"), "the frame URL holds the token: {url}");
+    let port = inspector.base.rsplit(':').next().unwrap();
+    let rebound =
+        raw_status(port, &format!("GET {url} HTTP/1.1\r\nHost: rebind.example:{port}\r\nConnection: close\r\n\r\n"));
+    assert_eq!(rebound, 421, "a rebinding name reads no frame");
+    let (status, body) = http("GET", &format!("{}{url}", inspector.base), &[], "");
+    assert_eq!((status, body.as_str()), (200, html));
+    assert_eq!(http("GET", &format!("{}{url}", inspector.base), &[], "").0, 404, "a frame URL works once");
+    let guessed = format!("{}/frame/{}", inspector.base, "0".repeat(32));
+    assert_eq!(http("GET", &guessed, &[], "").0, 404);
+}
+
 #[test]
 fn every_request_needs_the_token_the_host_and_the_origin() {
     let dir = tempfile::tempdir().unwrap();

@@ -272,9 +272,13 @@ fn call_through(child: &mut Child) -> String {
     assert!(line.contains("protocolVersion"), "{line}");
     writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
     writeln!(stdin, "{call}").unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    line
+    // The bridge may announce its catalog (`notifications/tools/list_changed`) before answering.
+    loop {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 || line.contains(r#""id":2"#) {
+            return line;
+        }
+    }
 }
 
 #[test]

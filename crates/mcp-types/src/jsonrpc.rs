@@ -219,6 +219,10 @@ pub struct InvalidMessage {
 }
 
 /// The keys of a JSON-RPC message, decoded without touching `params` or `result`.
+///
+/// A key of the envelope given twice makes the message invalid ([`Envelope::kind`] says which):
+/// JSON leaves the meaning of a repeated key open, and a peer that read the first where another
+/// reads the last would act on a message other than the one checked.
 #[derive(Debug, Default)]
 pub struct Envelope<'a> {
     jsonrpc: Option<&'a RawValue>,
@@ -227,6 +231,8 @@ pub struct Envelope<'a> {
     params: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
+    /// The first key found twice.
+    repeated: Option<&'static str>,
 }
 
 /// An `id` as found on the wire, before checking it is a string or an integer.
@@ -246,6 +252,14 @@ impl<'a> Envelope<'a> {
     pub fn kind(self) -> Result<MessageKind<'a>, InvalidMessage> {
         if self.method.is_none() && (self.result.is_some() || self.error.is_some()) {
             return Ok(self.response());
+        }
+        if let Some(key) = self.repeated {
+            // A repeated id has no one value to answer to.
+            let id = match &self.id {
+                Some(Some(IdValue::Valid(id))) if key != "id" => Some(id.clone()),
+                _ => None,
+            };
+            return Err(invalid(id, repeated(key)));
         }
         let id = match self.id {
             None => None,
@@ -278,6 +292,9 @@ impl<'a> Envelope<'a> {
             _ => None,
         };
         let malformed = |reason: String| MessageKind::InvalidResponse { id: id.clone(), reason };
+        if let Some(key) = self.repeated {
+            return MessageKind::InvalidResponse { id: id.filter(|_| key != "id"), reason: repeated(key) };
+        }
         if self.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return malformed("jsonrpc must be \"2.0\"".into());
         }
@@ -297,6 +314,10 @@ impl<'a> Envelope<'a> {
             (None, None) => malformed("a message needs a method, a result or an error".into()),
         }
     }
+}
+
+fn repeated(key: &str) -> String {
+    format!("the key \"{key}\" appears more than once: each key of a message may appear once")
 }
 
 fn invalid(id: Option<RequestId>, reason: impl Into<String>) -> InvalidMessage {
@@ -333,7 +354,22 @@ impl<'de: 'a, 'a> Visitor<'de> for EnvelopeVisitor<'a> {
             Other,
         }
         let mut env = Envelope::default();
+        // The keys seen, one bit each, to notice one given twice.
+        let mut seen = 0u8;
         while let Some(key) = map.next_key::<Key>()? {
+            let (bit, name) = match key {
+                Key::Jsonrpc => (1, "jsonrpc"),
+                Key::Id => (2, "id"),
+                Key::Method => (4, "method"),
+                Key::Params => (8, "params"),
+                Key::Result => (16, "result"),
+                Key::Error => (32, "error"),
+                Key::Other => (0, ""),
+            };
+            if seen & bit != 0 && env.repeated.is_none() {
+                env.repeated = Some(name);
+            }
+            seen |= bit;
             match key {
                 Key::Jsonrpc => env.jsonrpc = Some(map.next_value()?),
                 Key::Id => env.id = Some(map.next_value::<Option<&'de RawValue>>()?.map(parse_id)),
@@ -474,6 +510,35 @@ mod tests {
         };
         assert_eq!(id, Some(RequestId::String("s-1".into())), "the id is kept when readable");
         assert!(kind(r#"{"jsonrpc":"2.0","id":7,"result":null}"#).unwrap().is_response());
+    }
+
+    /// Whichever of two values another reader would take, this one takes neither.
+    #[test]
+    fn a_repeated_key_makes_the_message_invalid() {
+        let request = kind(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"tools/call","params":{}}"#);
+        let e = request.unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(4)), "the id is kept to answer");
+        assert!(e.reason.contains("\"method\" appears more than once"), "{}", e.reason);
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{},"params":{"a":1}}"#,
+        ] {
+            let e = kind(text).unwrap_err();
+            assert!(e.reason.contains("appears more than once"), "{text}: {}", e.reason);
+            if text.contains(r#""id":2"#) {
+                assert_eq!(e.id, None, "no one id to answer: {text}");
+            }
+        }
+        // A response is still never answered: it is a malformed one.
+        for text in
+            [r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#, r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#]
+        {
+            let Ok(MessageKind::InvalidResponse { reason, .. }) = kind(text) else { panic!("{text}") };
+            assert!(reason.contains("appears more than once"), "{reason}");
+        }
+        // Keys the envelope does not read may repeat.
+        assert!(kind(r#"{"jsonrpc":"2.0","id":1,"method":"x","x":1,"x":2}"#).is_ok());
     }
 
     #[test]

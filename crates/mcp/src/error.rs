@@ -36,6 +36,14 @@ pub(crate) enum ToolErrorKind {
     InputRequired { requests: InputRequests },
 }
 
+/// No random id or key could be made: the request is answered with a JSON-RPC error (-32603),
+/// never with a guessable value.
+impl From<crate::util::random::Unavailable> for ToolError {
+    fn from(e: crate::util::random::Unavailable) -> Self {
+        ToolError::protocol(e.into())
+    }
+}
+
 impl ToolError {
     /// A failure explained to the model.
     pub fn new(message: impl Into<String>) -> Self {

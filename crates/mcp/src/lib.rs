@@ -17,6 +17,9 @@ pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "http")]
 pub mod net;
 #[cfg(feature = "redis")]
@@ -68,6 +71,7 @@ pub async fn serve(router: Router) -> std::io::Result<()> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.is_empty() {
         cli::init_logging();
+        util::random::check()?; // ids and keys need it: refused at start, not on a request
         return transport::stdio::serve(router).await;
     }
     match cli::parse_plain(&router, args) {

@@ -216,7 +216,7 @@ impl App {
             }
             _ => Mode::from_raw_mode(0o644),
         };
-        let tmp = temp_name(name);
+        let tmp = temp_name(name)?;
         let file =
             open_beneath_mode(dir.as_fd(), &tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, mode, self.policy)
                 .map_err(|e| self.fail(&e, at))?;
@@ -238,17 +238,12 @@ fn write_and_sync(mut file: File, bytes: &[u8]) -> io::Result<()> {
     file.sync_all()
 }
 
-/// A hidden name beside `name` that no one else picks.
-fn temp_name(name: &str) -> String {
-    let mut random = [0u8; 8];
-    let _ = getrandom_fill(&mut random);
-    let tag: String = random.iter().map(|b| format!("{b:02x}")).collect();
+/// A hidden name beside `name` that no one else picks (never a guessable one: without a random
+/// source the write fails).
+fn temp_name(name: &str) -> Result<String, ToolError> {
+    let tag = mcp::util::random::hex(8)?;
     let short: String = name.chars().take(100).collect();
-    format!(".{short}.{tag}.files-mcp.tmp")
-}
-
-fn getrandom_fill(buf: &mut [u8]) -> Result<(), getrandom::Error> {
-    getrandom::fill(buf)
+    Ok(format!(".{short}.{tag}.files-mcp.tmp"))
 }
 
 /// Whether a name (bytes) is one the model could address (valid UTF-8, no backslash).

@@ -75,8 +75,7 @@ pub fn locate(roots: &[Arc<Root>], input: &str) -> Result<Located, String> {
     };
     let path = expand_home(input).unwrap_or_else(|| PathBuf::from(input));
     if !path.is_absolute() {
-        let rel = input.trim_start_matches("./");
-        return Ok(Located { root: first.clone(), rel: rel.trim_end_matches('/').to_owned() });
+        return Ok(Located { root: first.clone(), rel: relative(input).trim_end_matches('/').to_owned() });
     }
     let mut best: Option<(usize, &Arc<Root>, String)> = None;
     for root in roots {
@@ -96,6 +95,16 @@ pub fn locate(roots: &[Arc<Root>], input: &str) -> Result<Located, String> {
             roots.iter().map(|r| r.path.display().to_string()).collect::<Vec<_>>().join(", ")
         )),
     }
+}
+
+/// A relative path without its leading `./` components (and the slashes after them): `.//./a`
+/// is `a`, never `/./a` (which a join would take for an absolute path). `..` is kept.
+fn relative(input: &str) -> &str {
+    let mut rel = input;
+    while let Some(rest) = rel.strip_prefix("./") {
+        rel = rest.trim_start_matches('/');
+    }
+    rel
 }
 
 /// The components of `path` after `base`'s, `/`-joined, when `path` starts with all of `base`'s
@@ -136,5 +145,23 @@ mod tests {
         assert_eq!(beneath(Path::new("/tmp/allowed"), Path::new("/tmp/allowed")).as_deref(), Some(""));
         assert_eq!(beneath(Path::new("/tmp/allowed"), Path::new("/tmp/allowed/../etc")).as_deref(), Some("../etc"));
         assert_eq!(beneath(Path::new("/tmp/allowed"), Path::new("/tmp/allowed//./x/")).as_deref(), Some("x"));
+    }
+
+    /// Found by fuzzing (`files_paths`): `.//./s` was located at `/./s`, an absolute path that a
+    /// join beneath the root would have taken for the root's replacement.
+    #[test]
+    fn a_relative_path_stays_relative() {
+        for (input, rel) in
+            [(".//./s", "s"), ("./a/./b", "a/./b"), ("././", ""), ("./../x", "../x"), (".hidden", ".hidden")]
+        {
+            assert_eq!(relative(input), rel, "{input}");
+        }
+        let dir = std::env::temp_dir().join(format!("files-mcp-rel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = Arc::new(Root::open(&dir, "test".into()).unwrap());
+        let located = locate(&[root], ".//./s").unwrap();
+        assert_eq!(located.rel, "s");
+        assert_eq!(located.shown(), dir.join("s").display().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

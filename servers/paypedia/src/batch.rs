@@ -325,9 +325,8 @@ fn new_report(account: &str) -> std::io::Result<(String, PathBuf)> {
     let dir = &config().report_dir;
     std::fs::create_dir_all(dir)?;
     remove_old_reports(dir);
-    let mut bytes = [0u8; 12];
-    getrandom(&mut bytes);
-    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // Never a guessable id (it is the report's only key): without a random source, no report.
+    let id = mcp::util::random::hex(12)?;
     std::fs::write(dir.join(format!("{id}.owner")), owner_digest(account))?;
     Ok((id.clone(), dir.join(format!("{id}.csv"))))
 }
@@ -336,16 +335,6 @@ fn new_report(account: &str) -> std::io::Result<(String, PathBuf)> {
 fn owner_digest(account: &str) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(account.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn getrandom(bytes: &mut [u8]) {
-    use std::io::Read;
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(bytes)).is_err() {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (seed >> ((i % 16) * 8)) as u8 ^ (std::process::id() as u8);
-        }
-    }
 }
 
 fn remove_old_reports(dir: &Path) {

@@ -68,7 +68,7 @@ pub async fn run(setup: Setup, args: &InspectArgs) -> Result<(), String> {
     let listener =
         tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let guard = Arc::new(web::Guard { token: random_hex(24), port });
+    let guard = Arc::new(web::Guard { token: random_hex(24).map_err(|e| e.to_string())?, port });
     let url = format!("http://127.0.0.1:{port}/?token={}", guard.token);
     // The URL goes to stdout (a script reads it); a person reads the same line on a terminal.
     {
@@ -96,9 +96,7 @@ pub async fn run(setup: Setup, args: &InspectArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `n` random bytes as hex.
-pub(crate) fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes).expect("the system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// `n` random bytes as hex (never a guessable value: `Err` without a random source).
+pub(crate) fn random_hex(n: usize) -> Result<String, mcp::util::random::Unavailable> {
+    mcp::util::random::hex(n)
 }

@@ -1,7 +1,8 @@
 //! The inspector's web server: loopback only, and every request must carry the token the URL
-//! printed at start (in the query for the page and its frames, in `x-inspector-token` for the
-//! API), with a Host naming this listener (no DNS rebinding) and, when an Origin is sent, this
-//! origin (no cross-site page can drive it). The page, its script and its style are built into
+//! printed at start (in the query for the page, in `x-inspector-token` for the API), with a Host
+//! naming this listener (no DNS rebinding) and, when an Origin is sent, this origin (no
+//! cross-site page can drive it). An app's frame is the exception: its URL holds a single-use
+//! id the page was given, never the token (the app's document can read its own address). The page, its script and its style are built into
 //! the binary.
 
 use std::collections::HashMap;
@@ -55,6 +56,11 @@ impl Guard {
             if !self.origins().iter().any(|o| o == origin) {
                 return Some((StatusCode::FORBIDDEN, "requests from other origins are refused"));
             }
+        }
+        // An app's frame is loaded by its single-use id alone (128 random bits, given to the page
+        // that holds the token): the token stays out of the frame's address.
+        if req.method() == Method::GET && req.uri().path().starts_with("/frame/") {
+            return None;
         }
         let given = req
             .headers()
@@ -256,7 +262,10 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             }
         }
         "frame" => {
-            let id = super::random_hex(16);
+            let id = match super::random_hex(16) {
+                Ok(id) => id,
+                Err(no_random) => return refused(StatusCode::INTERNAL_SERVER_ERROR, &no_random.to_string()),
+            };
             let csp = app_csp(body.get("csp").unwrap_or(&Value::Null), guard);
             let mut frames = session.frames.lock().unwrap();
             if frames.len() >= FRAMES_CAP {
@@ -264,7 +273,9 @@ async fn post(session: &Arc<Session>, route: &str, body: Value, guard: &Guard) -
             }
             frames.insert(id.clone(), (text("html"), csp));
             drop(frames);
-            json_reply(json!({"url": format!("/frame/{id}?token={}", guard.token)}))
+            // The frame's URL holds its single-use id alone: the app's document can read its own
+            // address, and the inspector's token must not be there for it to take.
+            json_reply(json!({"url": format!("/frame/{id}")}))
         }
         _ => refused(StatusCode::NOT_FOUND, "no such API"),
     }

@@ -1,6 +1,5 @@
 //! The tower layer in front of the MCP endpoint: metadata, challenges, verification, scopes.
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -9,8 +8,8 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
-use serde::Deserialize;
+use http_body_util::Full;
+use mcp_types::jsonrpc::{Envelope, MessageKind};
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -116,10 +115,14 @@ where
         return call(&mut inner, Request::from_parts(parts, Full::new(Bytes::new()))).await;
     }
     let body = if parts.method == Method::POST {
-        match Limited::new(body, shared.max_body).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(_) => {
+        let length = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse().ok());
+        match crate::net::body::read_limited(body, shared.max_body, length).await {
+            Ok(bytes) => bytes,
+            Err(crate::net::body::ReadError::TooLarge) => {
                 return oauth_error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", "the request body is too large")
+            }
+            Err(crate::net::body::ReadError::Failed(_)) => {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "the request body could not be read")
             }
         }
     } else {
@@ -261,47 +264,30 @@ fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// What a JSON-RPC message names, read without building it. Every field is taken as raw JSON
-/// and read as a string only if it is one, so no shape of message makes the peek fail where the
-/// endpoint would still run it.
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow, default)]
-    method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-}
-
-impl Peek<'_> {
-    fn method(&self) -> Option<Cow<'_, str>> {
-        self.method.and_then(|m| serde_json::from_str(m.get()).ok())
-    }
-
-    fn name(&self, method: &str) -> Option<String> {
-        crate::server::middleware::named_item(method, self.params.map(RawValue::get))
-    }
-}
-
 /// Every scope the request needs (all messages of a batch): the server's minimum, plus the
-/// scopes of each tool, resource or prompt it names. A body that does not parse needs the
-/// minimum (the endpoint then answers its parse error).
-fn needed_scopes(router: &Router, method: &Method, body: &[u8]) -> Vec<String> {
+/// scopes of each tool, resource or prompt it names. The messages are read by the endpoint's own
+/// readers (the [`Envelope`] and the params' head), without a tree: what is judged here is what
+/// runs there. A message they refuse (a body that does not parse, a key given twice) needs the
+/// minimum, and the endpoint answers its error.
+pub(super) fn needed_scopes(router: &Router, method: &Method, body: &[u8]) -> Vec<String> {
     let rules = router.scope_rules();
     if *method != Method::POST || rules.is_empty() {
         return rules.minimum.clone();
     }
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    let messages: Vec<Peek<'_>> = if first == Some(&b'[') {
-        let items: Vec<&RawValue> = serde_json::from_slice(body).unwrap_or_default();
-        items.iter().filter_map(|item| serde_json::from_str(item.get()).ok()).collect()
-    } else {
-        serde_json::from_slice(body).map(|m| vec![m]).unwrap_or_default()
-    };
     let mut needed = rules.minimum.clone();
-    for message in &messages {
-        if let Some(method) = message.method() {
-            rules.add_required(&mut needed, &method, message.name(&method).as_deref());
+    let mut add = |envelope: Envelope<'_>| {
+        if let Ok(MessageKind::Request { method, params, .. } | MessageKind::Notification { method, params }) =
+            envelope.kind()
+        {
+            let name = crate::server::middleware::named_item(&method, params.map(RawValue::get));
+            rules.add_required(&mut needed, &method, name.as_deref());
         }
+    };
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        let items: Vec<&RawValue> = serde_json::from_slice(body).unwrap_or_default();
+        items.iter().filter_map(|item| serde_json::from_str(item.get()).ok()).for_each(&mut add);
+    } else if let Ok(envelope) = serde_json::from_slice(body) {
+        add(envelope);
     }
     needed
 }

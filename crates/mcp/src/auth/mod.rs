@@ -54,6 +54,12 @@ use serde_json::{json, Value};
 pub use crate::server::identity::{Identity, Verified};
 pub use crate::server::scopes::ScopeHierarchy;
 pub use layer::{AuthLayer, AuthService};
+
+/// The scopes a POST of `body` needs, as the layer's peek reads it (for the fuzz targets).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn needed_scopes_of(router: &crate::Router, body: &[u8]) -> Vec<String> {
+    layer::needed_scopes(router, &http::Method::POST, body)
+}
 pub use verify::{
     issuer_metadata, metadata_urls, EitherVerifier, IntrospectionVerifier, JwksCache, JwksSource, JwtVerifier,
     TokenError, TokenVerifier,

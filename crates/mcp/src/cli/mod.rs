@@ -76,6 +76,10 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM)
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Serve /healthz and /metrics on this address of their own (e.g. 127.0.0.1:9100), and not
+    /// beside the MCP endpoint
+    #[arg(long, value_name = "ADDR", requires = "http")]
+    pub metrics_addr: Option<String>,
     /// Tasks (and jobs) one account may run at once (on all instances together with --store
     /// redis://...); past it a call is told when to retry
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
@@ -122,6 +126,7 @@ impl Default for ServeArgs {
             account_header: None,
             tls_cert: None,
             tls_key: None,
+            metrics_addr: None,
             auth: AuthArgs::default(),
             limits: LimitArgs::default(),
         }
@@ -140,6 +145,7 @@ impl ServeArgs {
             max_sessions: self.max_sessions as usize,
             account_header: self.account_header.clone(),
             tls: self.tls_cert.clone().zip(self.tls_key.clone()),
+            metrics_addr: self.metrics_addr.clone(),
             ..HttpConfig::default()
         }
     }
@@ -169,6 +175,48 @@ pub async fn serve_with_routes(
     side_routes: Option<crate::transport::http::SideRoutes>,
 ) -> std::io::Result<()> {
     init_logging();
+    // Session and task ids, keys: a server without random bytes refuses to start, saying so.
+    crate::util::random::check()?;
+    if args.limits.audit_log.is_none() {
+        return serve_transport(router, args, side_routes).await;
+    }
+    // With an audit log, its queue is written out before the process ends, and the lines it
+    // dropped are counted on stderr: when the transport ends (stdin closed), or when the process
+    // is told to stop.
+    let served = serve_transport(router, args, side_routes);
+    let stopped = tokio::select! {
+        result = served => Some(result),
+        () = stop_signal() => None,
+    };
+    crate::server::middleware::close_audit_logs();
+    match stopped {
+        Some(result) => result,
+        // The transport may hold a blocking read (a terminal's stdin): nothing is left to wait for.
+        None => std::process::exit(0),
+    }
+}
+
+/// SIGTERM or SIGINT (never, where they cannot be watched).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut term), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            tokio::select! {
+                _ = term.recv() => return,
+                _ = interrupt.recv() => return,
+            }
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+/// [`serve_with_routes`] once logging is set up.
+async fn serve_transport(
+    router: Router,
+    args: &ServeArgs,
+    side_routes: Option<crate::transport::http::SideRoutes>,
+) -> std::io::Result<()> {
     let shared = store::open(args.store.as_deref()).await?;
     store::apply(&router, &shared, args.task_store.is_some()).await?;
     configure_tasks(&router, args).await?;

@@ -58,7 +58,9 @@ impl Parser {
         }
     }
 
-    /// Adds bytes; returns the events they completed.
+    /// Adds bytes; returns the events they completed. However the stream is cut into chunks, the
+    /// same events come out: a line longer than the limit is skipped, whether it arrived whole
+    /// or in pieces, and the event it belongs to is dropped (a comment line is only skipped).
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<Event> {
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
@@ -69,17 +71,34 @@ impl Parser {
                 start = end + 1;
                 continue;
             }
+            if end - start > self.limit() {
+                self.too_long(self.buffer[start] == b':');
+                start = end + 1;
+                continue;
+            }
             let line = String::from_utf8_lossy(&self.buffer[start..end]).into_owned();
             start = end + 1;
             self.line(line.trim_end_matches('\r'), &mut events);
         }
         self.buffer.drain(..start);
         if self.buffer.len() > self.limit() {
+            // Judged once, from its start (later pieces of a line being skipped are not its start).
+            if !self.skipping_line {
+                self.too_long(self.buffer[0] == b':');
+            }
             self.buffer.clear();
             self.skipping_line = true;
-            self.dropped = true;
         }
         events
+    }
+
+    /// A line longer than the limit: a comment is skipped, any other line drops its event.
+    fn too_long(&mut self, comment: bool) {
+        if !comment {
+            self.current.data = String::new();
+            self.oversized = true;
+            self.dropped = true;
+        }
     }
 
     fn line(&mut self, line: &str, events: &mut Vec<Event>) {
@@ -177,6 +196,27 @@ mod tests {
         assert!(p.buffer.len() <= MAX_PENDING, "held {} bytes", p.buffer.len());
         let events = p.feed(b"\n\ndata: next\n\n");
         assert_eq!(events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(), ["next"]);
+    }
+
+    /// Found by fuzzing (`sse_parser`): a line longer than the limit that arrived in one chunk
+    /// was taken (an `id:` of any length, a data line then dropped with its event), while the same
+    /// line in pieces was skipped (its event delivered without it).
+    #[test]
+    fn a_long_line_is_judged_alike_however_the_stream_is_cut() {
+        let stream: Vec<u8> =
+            [b"data: a\nid: ".as_slice(), &[b'i'; 100], b"\n\n: ", &[b'c'; 300], b"\ndata: b\n\n"].concat();
+        let events = |cut: usize| {
+            let mut p = Parser::with_limit(64);
+            let mut out: Vec<Event> = stream.chunks(cut).flat_map(|c| p.feed(c)).collect();
+            out.push(Event { data: format!("dropped: {}", p.dropped_any()), ..Event::default() });
+            out
+        };
+        let whole = events(stream.len());
+        for cut in 1..stream.len() {
+            assert_eq!(events(cut), whole, "cut every {cut} bytes");
+        }
+        let data: Vec<&str> = whole.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["b", "dropped: true"], "the event with the long id is dropped; a long comment is not");
     }
 
     #[test]

@@ -46,7 +46,9 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// Keeps `reader` until the message holding the returned placeholder text is sent.
 pub fn register(reader: Reader) -> String {
     let mut bytes = [0u8; ID_LEN / 2];
-    let _ = getrandom::fill(&mut bytes);
+    // Never zeros: two readers under one id would swap their texts. (A handler's panic is
+    // answered with an error.)
+    crate::util::random::fill_or_panic(&mut bytes);
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let mut table = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     table.push_back((id.clone(), Entry::Waiting(reader)));

@@ -40,6 +40,16 @@ fn describe(e: serde_json::Error, budget: usize) -> String {
 
 const TOO_LARGE: &str = "the value is too large to take";
 
+/// The most memory one byte of JSON text can take as a tree, as the budget counts it: `{}`
+/// repeated in an array (3 bytes each, with the comma) counts a map node of 640 bytes each.
+const MOST_PER_BYTE: usize = 256;
+
+/// Whether `text` is too short to pass `budget` as a tree, whatever its shape: it may then be
+/// read without counting.
+pub(crate) fn cannot_outgrow(text: &str, budget: usize) -> bool {
+    text.len() <= budget / MOST_PER_BYTE
+}
+
 #[derive(Clone, Copy)]
 struct Bounded<'b>(&'b Cell<usize>);
 
@@ -156,5 +166,23 @@ mod tests {
         assert!(parse(&wide, DEFAULT_BUDGET).is_ok());
         assert!(parse("[1,", DEFAULT_BUDGET).unwrap_err().contains("not valid JSON"));
         assert!(parse("1 2", DEFAULT_BUDGET).is_err(), "trailing characters");
+    }
+
+    /// As the budget counts them, the costliest shapes take less than [`MOST_PER_BYTE`] bytes of
+    /// tree per byte of text: a text [`cannot_outgrow`] accepts is one the budget would pass.
+    #[test]
+    fn no_shape_takes_more_than_the_bound_per_byte() {
+        for item in [r#"{"":0}"#, "[[]]", "[0]", r#""""#, "{}", "0", r#"{"a":{"b":{}}}"#] {
+            let text = format!("[{}]", vec![item; 1000].join(","));
+            let cost = DEFAULT_BUDGET - {
+                let remaining = Cell::new(DEFAULT_BUDGET);
+                let mut de = serde_json::Deserializer::from_str(&text);
+                Bounded(&remaining).deserialize(&mut de).unwrap();
+                remaining.get()
+            };
+            assert!(cost / text.len() < MOST_PER_BYTE, "{item}: {} bytes per byte", cost / text.len());
+        }
+        assert!(cannot_outgrow(&"x".repeat(DEFAULT_BUDGET / MOST_PER_BYTE), DEFAULT_BUDGET));
+        assert!(!cannot_outgrow(&"x".repeat(DEFAULT_BUDGET / MOST_PER_BYTE + 1), DEFAULT_BUDGET));
     }
 }

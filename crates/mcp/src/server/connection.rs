@@ -32,6 +32,7 @@ use crate::engine::session::Session;
 use crate::engine::splice::{self, Expanded};
 use crate::server::bounded;
 use crate::server::era::{self, Admitted};
+use crate::server::head::ParamsHead;
 use crate::server::reply::Reply;
 use crate::server::{Change, Router};
 
@@ -264,8 +265,15 @@ impl Connection {
         params: Option<&RawValue>,
         line: &[u8],
     ) -> Option<Admission> {
-        if method == "initialize" && params.is_none_or(|p| !p.get().contains("io.modelcontextprotocol/protocolVersion"))
-        {
+        // The era is what `_meta` says, as the one reader of the params' head reads it.
+        let head = match ParamsHead::read(params) {
+            Ok(head) => head,
+            Err(e) => {
+                self.send_error(Some(id), e).await;
+                return None;
+            }
+        };
+        if method == "initialize" && !head.is_modern() {
             self.on_initialize(id, params).await;
             return None;
         }
@@ -276,7 +284,7 @@ impl Connection {
         }
         let token = CancellationToken::new();
         let session = self.session.as_ref();
-        match era::admit(method, id.clone(), params, session, self.outbox.clone(), token.clone()) {
+        match era::admit_read(method, id.clone(), head.meta, session, self.outbox.clone(), token.clone()) {
             Ok(admitted) => {
                 Some(Admission { id, method: method.to_owned(), span: RawParams::span(line, params), admitted, token })
             }

@@ -67,9 +67,17 @@ fn bounded_object(text: &str, budget: usize) -> Result<JsonObject, ErrorObject> 
     }
 }
 
-fn params<P: DeserializeOwned>(raw: &RawParams) -> Result<P, ErrorObject> {
+/// A method's params as its type, within `budget` bytes of memory: a text too short to outgrow
+/// it (see [`bounded::cannot_outgrow`]) is read straight into the type; a longer one is first
+/// parsed under the budget, so a type holding free-form JSON (`_meta`) never takes more.
+fn params<P: DeserializeOwned>(raw: &RawParams, budget: usize) -> Result<P, ErrorObject> {
     let text = raw.text().unwrap_or("{}");
-    serde_json::from_str(text).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    let invalid = |e: String| ErrorObject::invalid_params(format!("invalid params: {e}"));
+    if bounded::cannot_outgrow(text, budget) {
+        return serde_json::from_str(text).map_err(|e| invalid(e.to_string()));
+    }
+    let tree = bounded::parse(text, budget).map_err(|e| invalid(format!("the params are {e}")))?;
+    serde_json::from_value(tree).map_err(|e| invalid(e.to_string()))
 }
 
 /// `tools/call` params, read in place: the arguments stay JSON text until the tool's schema and
@@ -180,27 +188,29 @@ impl Router {
         let result = match method {
             "server/discover" => self.discover(),
             "ping" => Ok(json!({})),
-            "tools/list" => self.list_tools(params(&raw)?, cx, modern),
-            "resources/list" => self.list_resources(params(&raw)?),
-            "resources/templates/list" => self.list_templates(params(&raw)?),
-            "resources/read" => self.read_resource(params(&raw)?, cx, modern).await,
-            "prompts/list" => self.list_prompts(params(&raw)?),
-            "prompts/get" => self.get_prompt(params(&raw)?, cx, modern).await,
-            "completion/complete" => self.complete(params(&raw)?, cx).await,
-            "logging/setLevel" => self.set_level(params(&raw)?, cx),
-            "resources/subscribe" => self.subscribe(params(&raw)?, cx, true),
-            "resources/unsubscribe" => self.subscribe(params(&raw)?, cx, false),
-            "subscriptions/listen" => return self.listen(params(&raw)?, cx).await.map(Reply::from),
+            "tools/list" => self.list_tools(params(&raw, self.inner.config.value_budget)?, cx, modern),
+            "resources/list" => self.list_resources(params(&raw, self.inner.config.value_budget)?),
+            "resources/templates/list" => self.list_templates(params(&raw, self.inner.config.value_budget)?),
+            "resources/read" => self.read_resource(params(&raw, self.inner.config.value_budget)?, cx, modern).await,
+            "prompts/list" => self.list_prompts(params(&raw, self.inner.config.value_budget)?),
+            "prompts/get" => self.get_prompt(params(&raw, self.inner.config.value_budget)?, cx, modern).await,
+            "completion/complete" => self.complete(params(&raw, self.inner.config.value_budget)?, cx).await,
+            "logging/setLevel" => self.set_level(params(&raw, self.inner.config.value_budget)?, cx),
+            "resources/subscribe" => self.subscribe(params(&raw, self.inner.config.value_budget)?, cx, true),
+            "resources/unsubscribe" => self.subscribe(params(&raw, self.inner.config.value_budget)?, cx, false),
+            "subscriptions/listen" => {
+                return self.listen(params(&raw, self.inner.config.value_budget)?, cx).await.map(Reply::from)
+            }
             "skills/list" if self.serves_skills() => {
-                let p: PaginatedParams = params(&raw)?;
+                let p: PaginatedParams = params(&raw, self.inner.config.value_budget)?;
                 self.list_skills(p.cursor.as_deref())
             }
             "skills/get" if self.serves_skills() => {
-                let p: UriParams = params(&raw)?;
+                let p: UriParams = params(&raw, self.inner.config.value_budget)?;
                 self.get_skill(&p.uri)
             }
             "resources/directory/read" if self.serves_skills() => {
-                let p: DirectoryParams = params(&raw)?;
+                let p: DirectoryParams = params(&raw, self.inner.config.value_budget)?;
                 self.read_directory(&p.uri, p.cursor.as_deref())
             }
             "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" | "tasks/list"
@@ -208,15 +218,23 @@ impl Router {
             {
                 let forwarder = self.inner.task_forwarder.get().cloned().expect("checked");
                 task_methods::gate(method, cx, modern)?;
-                let params: Value = params(&raw)?;
+                let params: Value = params(&raw, self.inner.config.value_budget)?;
                 forwarder(method.to_owned(), params, cx.clone()).await
             }
-            "tasks/get" => task_methods::get(self.tasks(), params(&raw)?, cx, modern).await,
-            "tasks/update" => task_methods::update(self.tasks(), params(&raw)?, cx, modern).await,
-            "tasks/cancel" => task_methods::cancel(self.tasks(), params(&raw)?, cx, modern).await,
-            "tasks/result" => task_methods::result(self.tasks(), params(&raw)?, cx).await,
+            "tasks/get" => {
+                task_methods::get(self.tasks(), params(&raw, self.inner.config.value_budget)?, cx, modern).await
+            }
+            "tasks/update" => {
+                task_methods::update(self.tasks(), params(&raw, self.inner.config.value_budget)?, cx, modern).await
+            }
+            "tasks/cancel" => {
+                task_methods::cancel(self.tasks(), params(&raw, self.inner.config.value_budget)?, cx, modern).await
+            }
+            "tasks/result" => {
+                task_methods::result(self.tasks(), params(&raw, self.inner.config.value_budget)?, cx).await
+            }
             "tasks/list" => {
-                let p: PaginatedParams = params(&raw)?;
+                let p: PaginatedParams = params(&raw, self.inner.config.value_budget)?;
                 task_methods::list(self.tasks(), p.cursor, self.inner.config.page_size, cx).await
             }
             _ => Err(ErrorObject::method_not_found(method)),
@@ -392,7 +410,7 @@ impl Router {
             (ToolErrorKind::InputRequired { requests }, Some(call)) => {
                 let config = &self.inner.config;
                 let fp = call.fingerprint(config.value_budget)?;
-                let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl);
+                let state = state::seal(&config.state_key, fp, cx.answers(), config.state_ttl)?;
                 to_value(InputRequiredResult {
                     result_type: ResultType::InputRequired,
                     input_requests: Some(requests),

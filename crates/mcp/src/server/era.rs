@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextParts, Origin, RequestContext};
+use super::head::ParamsHead;
 use super::reply::Reply;
 use super::Router;
 use crate::engine::outbox::Outbox;
@@ -52,7 +53,8 @@ const CACHEABLE: &[&str] = &[
 ];
 
 /// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
-/// text until typed, so a huge one is never a tree).
+/// text until typed, so a huge one is never a tree), by [`ParamsHead`] alone; serde refuses a
+/// repeated one.
 #[derive(Deserialize, Default)]
 pub(crate) struct RequestMeta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
@@ -67,27 +69,10 @@ pub(crate) struct RequestMeta<'a> {
     progress_token: Option<ProgressToken>,
 }
 
-#[derive(Deserialize)]
-struct ParamsMeta<'a> {
-    #[serde(rename = "_meta", borrow)]
-    meta: Option<RequestMeta<'a>>,
-}
-
 impl<'a> RequestMeta<'a> {
     /// The protocol version as it was written (a JSON value, a string when well formed).
-    #[cfg(feature = "http")]
     pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
         self.protocol_version
-    }
-}
-
-fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta<'_>, ErrorObject> {
-    let Some(raw) = params else {
-        return Ok(RequestMeta::default());
-    };
-    match serde_json::from_str::<ParamsMeta>(raw.get()) {
-        Ok(p) => Ok(p.meta.unwrap_or_default()),
-        Err(e) => Err(ErrorObject::invalid_params(format!("params must be an object with a valid _meta: {e}"))),
     }
 }
 
@@ -118,11 +103,11 @@ pub(crate) fn admit(
     outbox: Outbox,
     cancel: CancellationToken,
 ) -> Result<Admitted, ErrorObject> {
-    admit_read(method, id, read_meta(params)?, session, outbox, cancel)
+    admit_read(method, id, ParamsHead::read(params)?.meta, session, outbox, cancel)
 }
 
-/// [`admit`] with the params' `_meta` already read (by a transport that read the params for
-/// checks of its own).
+/// [`admit`] with the params' `_meta` already read (by a transport that read the params' head
+/// for checks of its own, with [`ParamsHead`]).
 pub(crate) fn admit_read(
     method: &str,
     id: RequestId,

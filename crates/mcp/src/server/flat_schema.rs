@@ -146,7 +146,7 @@ pub(super) enum Seen<'a> {
 pub(super) fn show(value: Seen<'_>) -> String {
     const MAX: usize = 60;
     let text = match value {
-        Seen::Value(v) => v.to_string(),
+        Seen::Value(v) => serialized_start(v, MAX + 1),
         Seen::Str(s) => Value::String(s.chars().take(MAX + 1).collect()).to_string(),
         Seen::Container("array") => return "[…]".into(),
         Seen::Container(_) => return "{…}".into(),
@@ -157,6 +157,35 @@ pub(super) fn show(value: Seen<'_>) -> String {
     let mut cut: String = text.chars().take(MAX).collect();
     cut.push('…');
     cut
+}
+
+/// The first `chars` characters of `value` as JSON (all of it when shorter): the serialization
+/// stops there, however large the value.
+fn serialized_start(value: &Value, chars: usize) -> String {
+    /// Takes bytes until it has enough, then refuses the rest (which ends the serialization).
+    struct Capped {
+        bytes: Vec<u8>,
+        cap: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.cap - self.bytes.len();
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let taken = buf.len().min(room);
+            self.bytes.extend_from_slice(&buf[..taken]);
+            Ok(taken)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // A character takes at most 4 bytes: this many hold `chars` whole ones.
+    let mut out = Capped { bytes: Vec::new(), cap: chars * 4 };
+    let _ = serde_json::to_writer(&mut out, value);
+    let text = String::from_utf8_lossy(&out.bytes);
+    text.chars().take(chars).collect()
 }
 
 /// The top level of a streamed instance.

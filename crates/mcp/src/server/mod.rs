@@ -24,6 +24,7 @@ mod context;
 mod dispatch;
 pub(crate) mod era;
 mod flat_schema;
+pub(crate) mod head;
 pub mod identity;
 pub mod middleware;
 mod pagination;
@@ -36,8 +37,8 @@ pub mod schema;
 pub mod scopes;
 pub mod skills;
 pub(crate) mod state;
-#[cfg(any(test, not(feature = "jsonschema")))]
-mod structural_schema;
+#[cfg(any(test, feature = "fuzzing", not(feature = "jsonschema")))]
+pub(crate) mod structural_schema;
 pub mod tasks;
 pub(crate) mod tool;
 pub mod uri_template;

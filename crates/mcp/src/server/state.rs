@@ -15,30 +15,33 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The secret that seals states (replaceable while serving: a cluster node adopts the shared
-/// key at start-up, after the router may have been cloned).
+/// key at start-up, after the router may have been cloned). Without a random source it has no
+/// key (never a guessable one): no state is sealed or opened then.
 #[derive(Clone)]
-pub(crate) struct StateKey(std::sync::Arc<std::sync::RwLock<[u8; 32]>>);
+pub(crate) struct StateKey(std::sync::Arc<std::sync::RwLock<Option<[u8; 32]>>>);
 
 impl StateKey {
     pub fn new(key: [u8; 32]) -> Self {
-        StateKey(std::sync::Arc::new(std::sync::RwLock::new(key)))
+        StateKey(std::sync::Arc::new(std::sync::RwLock::new(Some(key))))
     }
 
-    /// A key from the OS's random source.
+    /// A key from the OS's random source (none when it fails: the server's start says so).
     pub fn random() -> Self {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the OS random source is unavailable");
-        StateKey::new(key)
+        let key = crate::util::random::fill(&mut key).ok().map(|()| key);
+        StateKey(std::sync::Arc::new(std::sync::RwLock::new(key)))
     }
 
     /// Replaces the key: states sealed with the old one no longer open.
     pub fn set(&self, key: [u8; 32]) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = key;
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(key);
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
-        let key = *self.0.read().unwrap_or_else(|e| e.into_inner());
-        Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes any key length")
+    fn mac(&self) -> Result<Hmac<Sha256>, ErrorObject> {
+        let key = (*self.0.read().unwrap_or_else(|e| e.into_inner())).ok_or_else(|| {
+            ErrorObject::internal("no requestState key: the system's random source failed when the server started")
+        })?;
+        Ok(Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes any key length"))
     }
 }
 
@@ -64,13 +67,13 @@ pub(crate) fn fingerprint(method: &str, target: &str, arguments: &serde_json::Va
 }
 
 /// Seals the answers known so far into a state string.
-pub(crate) fn seal(key: &StateKey, fp: String, answers: JsonObject, ttl: Duration) -> String {
+pub(crate) fn seal(key: &StateKey, fp: String, answers: JsonObject, ttl: Duration) -> Result<String, ErrorObject> {
     let exp = now() + ttl.as_secs();
     let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&Payload { fp, exp, ans: answers }).unwrap_or_default());
-    let mut mac = key.mac();
+    let mut mac = key.mac()?;
     mac.update(body.as_bytes());
     let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-    format!("{body}.{tag}")
+    Ok(format!("{body}.{tag}"))
 }
 
 /// Opens a state: checks its seal, that it belongs to this request, and that it has not expired.
@@ -80,7 +83,7 @@ pub(crate) fn open(key: &StateKey, fp: &str, state: &str) -> Result<JsonObject, 
     };
     let (body, tag) = state.split_once('.').ok_or_else(|| invalid("is malformed"))?;
     let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid("is malformed"))?;
-    let mut mac = key.mac();
+    let mut mac = key.mac()?;
     mac.update(body.as_bytes());
     mac.verify_slice(&tag).map_err(|_| invalid("was not issued by this server or was altered"))?;
     let bytes = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid("is malformed"))?;
@@ -109,7 +112,7 @@ mod tests {
         let fp = fingerprint("tools/call", "t", &json!({"a": 1}));
         let mut answers = JsonObject::new();
         answers.insert("elicitation-0".into(), json!({"action": "accept"}));
-        let state = seal(&key, fp.clone(), answers.clone(), Duration::from_secs(60));
+        let state = seal(&key, fp.clone(), answers.clone(), Duration::from_secs(60)).unwrap();
         assert_eq!(open(&key, &fp, &state).unwrap(), answers);
         let other = fingerprint("tools/call", "t", &json!({"a": 2}));
         assert!(open(&key, &other, &state).is_err());
@@ -118,7 +121,7 @@ mod tests {
         assert!(open(&key, &fp, &forged).is_err());
         assert!(open(&StateKey::random(), &fp, &state).is_err());
         assert!(open(&key, &fp, "garbage").is_err());
-        let expired = seal(&key, fp.clone(), answers, Duration::ZERO);
+        let expired = seal(&key, fp.clone(), answers, Duration::ZERO).unwrap();
         std::thread::sleep(Duration::from_millis(1100));
         assert!(open(&key, &fp, &expired).is_err());
     }

@@ -132,34 +132,39 @@ impl StructuralSchema {
     }
 
     /// `Ok` when `instance` matches, else one line per violation (at most 10), each naming where.
+    /// Checking stops at the tenth.
     pub fn check(&self, instance: &Value) -> Result<(), Vec<String>> {
-        let mut problems = Vec::new();
+        let mut problems = Problems::new(MAX_PROBLEMS);
         self.check_node(&self.root, instance, &mut String::new(), 0, &mut problems);
-        problems.truncate(10);
-        if problems.is_empty() {
+        if problems.list.is_empty() {
             Ok(())
         } else {
-            Err(problems)
+            Err(problems.list)
         }
     }
 
-    fn check_node(&self, node: &Node, value: &Value, path: &mut String, depth: usize, out: &mut Vec<String>) {
+    fn check_node(&self, node: &Node, value: &Value, path: &mut String, depth: usize, out: &mut Problems) {
         match node {
             Node::Bool(true) => {}
-            Node::Bool(false) => out.push(at(path, format!("False schema does not allow {}", show(value)))),
+            Node::Bool(false) => out.push(|| at(path, format!("False schema does not allow {}", show(value)))),
             Node::Rules(rules) => self.check_rules(rules, value, path, depth, out),
         }
     }
 
+    /// Whether `value` matches `node`: checking stops at the first problem.
     fn valid(&self, node: &Node, value: &Value, path: &mut String, depth: usize) -> bool {
-        let mut problems = Vec::new();
+        let mut problems = Problems::new(1);
         self.check_node(node, value, path, depth, &mut problems);
-        problems.is_empty()
+        problems.list.is_empty()
     }
 
-    fn check_rules(&self, rules: &Rules, value: &Value, path: &mut String, depth: usize, out: &mut Vec<String>) {
+    fn check_rules(&self, rules: &Rules, value: &Value, path: &mut String, depth: usize, out: &mut Problems) {
+        if out.full() {
+            return;
+        }
+        out.looked_at += 1;
         if depth > MAX_DEPTH {
-            out.push(at(path, format!("the value nests deeper than {MAX_DEPTH} levels of the schema")));
+            out.push(|| at(path, format!("the value nests deeper than {MAX_DEPTH} levels of the schema")));
             return;
         }
         if let Some(target) = rules.reference {
@@ -171,21 +176,25 @@ impl StructuralSchema {
         }
         if let Some(types) = &rules.types {
             if !types.iter().any(|t| has_type(t, value)) {
-                let quoted: Vec<String> = types.iter().map(|t| format!("\"{t}\"")).collect();
-                let noun = if quoted.len() == 1 { "type" } else { "types" };
-                out.push(at(path, format!("{} is not of {noun} {}", show(value), quoted.join(", "))));
+                out.push(|| {
+                    let quoted: Vec<String> = types.iter().map(|t| format!("\"{t}\"")).collect();
+                    let noun = if quoted.len() == 1 { "type" } else { "types" };
+                    at(path, format!("{} is not of {noun} {}", show(value), quoted.join(", ")))
+                });
                 return;
             }
         }
         if let Some(values) = &rules.enumeration {
             if !values.iter().any(|e| same(e, value)) {
-                let listed: Vec<String> = values.iter().map(Value::to_string).collect();
-                out.push(at(path, format!("{} is not one of [{}]", show(value), listed.join(", "))));
+                out.push(|| {
+                    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+                    at(path, format!("{} is not one of [{}]", show(value), listed.join(", ")))
+                });
             }
         }
         if let Some(constant) = &rules.constant {
             if !same(constant, value) {
-                out.push(at(path, format!("{constant} was expected")));
+                out.push(|| at(path, format!("{constant} was expected")));
             }
         }
         match value {
@@ -205,24 +214,27 @@ impl StructuralSchema {
         value: &Value,
         path: &mut String,
         depth: usize,
-        out: &mut Vec<String>,
+        out: &mut Problems,
     ) {
         let count = items.len() as u64;
-        if rules.min_items.is_some_and(|m| count < m) {
-            out.push(at(path, format!("{} has less than {} items", show(value), rules.min_items.unwrap_or(0))));
+        if let Some(m) = rules.min_items.filter(|m| count < *m) {
+            out.push(|| at(path, format!("{} has less than {m} items", show(value))));
         }
-        if rules.max_items.is_some_and(|m| count > m) {
-            out.push(at(path, format!("{} has more than {} items", show(value), rules.max_items.unwrap_or(0))));
+        if let Some(m) = rules.max_items.filter(|m| count > *m) {
+            out.push(|| at(path, format!("{} has more than {m} items", show(value))));
         }
-        if rules.unique_items && items.iter().enumerate().any(|(i, a)| items[..i].iter().any(|b| same(a, b))) {
-            out.push(at(path, format!("{} has non-unique elements", show(value))));
+        if rules.unique_items && !out.full() && unique::has_duplicates(items) {
+            out.push(|| at(path, format!("{} has non-unique elements", show(value))));
         }
         for (i, item) in items.iter().enumerate() {
+            if out.full() {
+                return;
+            }
             let schema = match rules.prefix_items.get(i) {
                 Some(schema) => schema,
                 None => match &rules.items {
                     Some(schema) => schema,
-                    None => continue,
+                    None => break,
                 },
             };
             let len = path.len();
@@ -240,29 +252,30 @@ impl StructuralSchema {
         value: &Value,
         path: &mut String,
         depth: usize,
-        out: &mut Vec<String>,
+        out: &mut Problems,
     ) {
         for name in &rules.required {
             if !object.contains_key(name) {
-                out.push(at(path, format!("{} is a required property", Value::String(name.clone()))));
+                out.push(|| at(path, format!("{} is a required property", Value::String(name.clone()))));
             }
         }
         let count = object.len() as u64;
-        if rules.min_properties.is_some_and(|m| count < m) {
-            let m = rules.min_properties.unwrap_or(0);
-            out.push(at(path, format!("{} has less than {m} properties", show(value))));
+        if let Some(m) = rules.min_properties.filter(|m| count < *m) {
+            out.push(|| at(path, format!("{} has less than {m} properties", show(value))));
         }
-        if rules.max_properties.is_some_and(|m| count > m) {
-            let m = rules.max_properties.unwrap_or(0);
-            out.push(at(path, format!("{} has more than {m} properties", show(value))));
+        if let Some(m) = rules.max_properties.filter(|m| count > *m) {
+            out.push(|| at(path, format!("{} has more than {m} properties", show(value))));
         }
-        let mut unexpected = Vec::new();
+        let mut unexpected = Unexpected::default();
         for (name, item) in object {
+            if out.full() {
+                return;
+            }
             let schema = match rules.properties.iter().find(|(p, _)| p == name) {
                 Some((_, schema)) => schema,
                 None => match &rules.additional {
                     Some(Node::Bool(false)) => {
-                        unexpected.push(format!("'{name}'"));
+                        unexpected.add(name);
                         continue;
                     }
                     Some(schema) => schema,
@@ -275,40 +288,47 @@ impl StructuralSchema {
             self.check_node(schema, item, path, depth + 1, out);
             path.truncate(len);
         }
-        if !unexpected.is_empty() {
-            let verb = if unexpected.len() == 1 { "was" } else { "were" };
-            let message =
-                format!("Additional properties are not allowed ({} {verb} unexpected)", unexpected.join(", "));
-            out.push(at(path, message));
+        if unexpected.count > 0 {
+            out.push(|| at(path, unexpected.message()));
         }
     }
 
-    fn check_combinators(&self, rules: &Rules, value: &Value, path: &mut String, depth: usize, out: &mut Vec<String>) {
+    fn check_combinators(&self, rules: &Rules, value: &Value, path: &mut String, depth: usize, out: &mut Problems) {
         for schema in &rules.all_of {
             self.check_node(schema, value, path, depth + 1, out);
         }
+        if out.full() {
+            return;
+        }
         if !rules.any_of.is_empty() && !rules.any_of.iter().any(|s| self.valid(s, value, path, depth + 1)) {
-            let message =
-                format!("{} is not valid under any of the schemas listed in the 'anyOf' keyword", show(value));
-            out.push(at(path, message));
+            out.push(|| {
+                let message =
+                    format!("{} is not valid under any of the schemas listed in the 'anyOf' keyword", show(value));
+                at(path, message)
+            });
         }
         if !rules.one_of.is_empty() {
-            let matching = rules.one_of.iter().filter(|s| self.valid(s, value, path, depth + 1)).count();
+            // Two matches settle it: the rest need not be tried.
+            let matching = rules.one_of.iter().filter(|s| self.valid(s, value, path, depth + 1)).take(2).count();
             if matching == 0 {
-                let message =
-                    format!("{} is not valid under any of the schemas listed in the 'oneOf' keyword", show(value));
-                out.push(at(path, message));
+                out.push(|| {
+                    let message =
+                        format!("{} is not valid under any of the schemas listed in the 'oneOf' keyword", show(value));
+                    at(path, message)
+                });
             } else if matching > 1 {
-                let message = format!(
-                    "{} is valid under more than one of the schemas listed in the 'oneOf' keyword",
-                    show(value)
-                );
-                out.push(at(path, message));
+                out.push(|| {
+                    let message = format!(
+                        "{} is valid under more than one of the schemas listed in the 'oneOf' keyword",
+                        show(value)
+                    );
+                    at(path, message)
+                });
             }
         }
         if let Some(not) = &rules.not {
             if self.valid(not, value, path, depth + 1) {
-                out.push(at(path, format!("{} should not be valid under the schema in 'not'", show(value))));
+                out.push(|| at(path, format!("{} should not be valid under the schema in 'not'", show(value))));
             }
         }
         if let Some((condition, then, otherwise)) = &rules.conditional {
@@ -320,7 +340,158 @@ impl StructuralSchema {
     }
 }
 
-fn check_number(rules: &Rules, n: f64, value: &Value, path: &str, out: &mut Vec<String>) {
+/// Whether two of `items` are equal, and how many comparisons the check made to say so.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn first_duplicate_counted(items: &[Value]) -> (bool, usize) {
+    let mut compared = 0;
+    let found = unique::first_duplicate(items, &mut compared).is_some();
+    (found, compared)
+}
+
+/// Whether two values are equal as JSON Schema compares them.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn schema_equal(a: &Value, b: &Value) -> bool {
+    same(a, b)
+}
+
+/// The most problems a check reports: it stops there.
+const MAX_PROBLEMS: usize = 10;
+
+/// The problems found so far, at most `limit`, each written out only when it is kept.
+struct Problems {
+    list: Vec<String>,
+    limit: usize,
+    /// Values looked at (a measure of the work done).
+    looked_at: usize,
+}
+
+impl Problems {
+    fn new(limit: usize) -> Self {
+        Problems { list: Vec::new(), limit, looked_at: 0 }
+    }
+
+    fn full(&self) -> bool {
+        self.list.len() >= self.limit
+    }
+
+    fn push(&mut self, problem: impl FnOnce() -> String) {
+        if !self.full() {
+            self.list.push(problem());
+        }
+    }
+}
+
+/// The properties `additionalProperties: false` refuses: the first few named, the rest counted.
+#[derive(Default)]
+struct Unexpected {
+    named: Vec<String>,
+    count: usize,
+}
+
+impl Unexpected {
+    const NAMED: usize = 5;
+
+    fn add(&mut self, name: &str) {
+        if self.named.len() < Self::NAMED {
+            self.named.push(format!("'{}'", show_name(name)));
+        }
+        self.count += 1;
+    }
+
+    fn message(&self) -> String {
+        let verb = if self.count == 1 { "was" } else { "were" };
+        let more = match self.count - self.named.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!("Additional properties are not allowed ({}{more} {verb} unexpected)", self.named.join(", "))
+    }
+}
+
+/// A property name as a message shows it: whole when short, else its start.
+fn show_name(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.char_indices().nth(60) {
+        None => std::borrow::Cow::Borrowed(name),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &name[..cut])),
+    }
+}
+
+mod unique {
+    //! `uniqueItems` in time linear in the array: each item is hashed once (equal items, as
+    //! JSON Schema compares them, hash alike: `1` and `1.0` are equal), and only items of equal
+    //! hash are compared. The hash's keys are random, so no input can be made to collide.
+
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hash, Hasher};
+
+    use serde_json::Value;
+
+    use super::super::flat_schema::same;
+
+    /// Whether two items of `items` are equal.
+    pub(super) fn has_duplicates(items: &[Value]) -> bool {
+        let mut compared = 0;
+        first_duplicate(items, &mut compared).is_some()
+    }
+
+    /// The first pair of equal items (by hash order), counting the comparisons made.
+    pub(super) fn first_duplicate(items: &[Value], compared: &mut usize) -> Option<(usize, usize)> {
+        if items.len() < 2 {
+            return None;
+        }
+        let keys = RandomState::new();
+        let mut hashed: Vec<(u64, usize)> = items.iter().enumerate().map(|(i, v)| (hash(&keys, v), i)).collect();
+        hashed.sort_unstable();
+        for run in hashed.chunk_by(|a, b| a.0 == b.0) {
+            for (k, &(_, i)) in run.iter().enumerate() {
+                for &(_, j) in &run[..k] {
+                    *compared += 1;
+                    if same(&items[i], &items[j]) {
+                        return Some((j.min(i), j.max(i)));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn hash(keys: &RandomState, value: &Value) -> u64 {
+        let mut hasher = keys.build_hasher();
+        feed(keys, value, &mut hasher);
+        hasher.finish()
+    }
+
+    fn feed(keys: &RandomState, value: &Value, hasher: &mut impl Hasher) {
+        match value {
+            Value::Null => 0u8.hash(hasher),
+            Value::Bool(b) => (1u8, b).hash(hasher),
+            Value::Number(n) => {
+                // As `same` compares numbers: by their value as a float (so -0 is 0).
+                let f = n.as_f64().unwrap_or_default();
+                (2u8, if f == 0.0 { 0 } else { f.to_bits() }).hash(hasher);
+            }
+            Value::String(s) => (3u8, s).hash(hasher),
+            Value::Array(items) => {
+                (4u8, items.len()).hash(hasher);
+                for item in items {
+                    feed(keys, item, hasher);
+                }
+            }
+            Value::Object(object) => {
+                // In any order: the sum of each entry's own hash.
+                let sum = object.iter().fold(0u64, |sum, (k, v)| {
+                    let mut entry = keys.build_hasher();
+                    k.hash(&mut entry);
+                    feed(keys, v, &mut entry);
+                    sum.wrapping_add(entry.finish())
+                });
+                (5u8, object.len(), sum).hash(hasher);
+            }
+        }
+    }
+}
+
+fn check_number(rules: &Rules, n: f64, value: &Value, path: &str, out: &mut Problems) {
     let bounds = Bounds {
         minimum: rules.minimum,
         maximum: rules.maximum,
@@ -328,29 +499,29 @@ fn check_number(rules: &Rules, n: f64, value: &Value, path: &str, out: &mut Vec<
         exclusive_maximum: rules.exclusive_maximum,
     };
     for (words, bound) in bounds.broken_by(n) {
-        out.push(at(path, format!("{} is {words} {bound}", show(value))));
+        out.push(|| at(path, format!("{} is {words} {bound}", show(value))));
     }
     if let Some(m) = rules.multiple_of {
         let quotient = n / m;
         if !quotient.is_finite() || quotient.fract() != 0.0 {
-            out.push(at(path, format!("{} is not a multiple of {m}", show(value))));
+            out.push(|| at(path, format!("{} is not a multiple of {m}", show(value))));
         }
     }
 }
 
-fn check_string(rules: &Rules, s: &str, value: &Value, path: &str, out: &mut Vec<String>) {
+fn check_string(rules: &Rules, s: &str, value: &Value, path: &str, out: &mut Problems) {
     if rules.min_length.is_some() || rules.max_length.is_some() {
         let chars = s.chars().count() as u64;
         if let Some(m) = rules.min_length.filter(|m| chars < *m) {
-            out.push(at(path, format!("{} is shorter than {m} characters", show(value))));
+            out.push(|| at(path, format!("{} is shorter than {m} characters", show(value))));
         }
         if let Some(m) = rules.max_length.filter(|m| chars > *m) {
-            out.push(at(path, format!("{} is longer than {m} characters", show(value))));
+            out.push(|| at(path, format!("{} is longer than {m} characters", show(value))));
         }
     }
     if let Some(format) = &rules.format {
         if !formats::matches(format, s) {
-            out.push(at(path, format!("{} is not a \"{format}\"", show(value))));
+            out.push(|| at(path, format!("{} is not a \"{format}\"", show(value))));
         }
     }
 }
@@ -723,6 +894,63 @@ mod tests {
         // Unknown keywords are annotations; an unknown format only describes.
         let schema = json!({"type": "object", "x-ui": {"order": 1}, "properties": {"c": {"format": "color"}}});
         assert!(ours(&schema, &json!({"c": "red"})).is_ok());
+    }
+
+    /// schemars writes `uniqueItems` for a `HashSet` argument: a million items are judged with
+    /// about one comparison each (hashing), not half a million each (every pair).
+    #[test]
+    fn unique_items_take_linear_work() {
+        let distinct: Vec<Value> = (0..1_000_000u64)
+            .map(|i| match i % 4 {
+                0 => json!(i),
+                1 => json!(format!("s{i}")),
+                2 => json!([i, "x"]),
+                _ => json!([[i], true]),
+            })
+            .collect();
+        let (found, compared) = first_duplicate_counted(&distinct);
+        assert!(!found);
+        assert!(compared < 1_000, "{compared} comparisons for distinct items (collisions of 64-bit hashes only)");
+        let schema = json!({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}});
+        let instance = json!({"tags": distinct});
+        assert!(ours(&schema, &instance).is_ok());
+        // Equal as JSON Schema compares them: numbers by value, objects in any order.
+        for (a, b) in [
+            (json!(1), json!(1.0)),
+            (json!(0), json!(-0.0)),
+            (json!({"a": 1, "b": [2]}), json!({"b": [2.0], "a": 1})),
+            (json!([1, {"x": null}]), json!([1.0, {"x": null}])),
+        ] {
+            let (found, compared) = first_duplicate_counted(&[json!("other"), a.clone(), json!(7), b.clone()]);
+            assert!(found && compared >= 1, "{a} and {b}");
+            assert!(ours(&schema, &json!({"tags": [a, b]})).is_err());
+        }
+        for (a, b) in
+            [(json!("1"), json!(1)), (json!([1, 2]), json!([2, 1])), (json!({"a": 1}), json!({"a": 1, "b": 1}))]
+        {
+            assert!(!first_duplicate_counted(&[a.clone(), b.clone()]).0, "{a} and {b}");
+        }
+    }
+
+    /// Checking stops at the tenth problem: a million bad items are not all looked at, and a
+    /// problem's value is shown by its start without writing it out whole.
+    #[test]
+    fn checking_stops_at_the_tenth_problem_and_shows_little() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "array", "items": {"type": "integer"}}}});
+        let compiled = StructuralSchema::compile(schema.as_object().unwrap()).unwrap();
+        let bad: Vec<Value> = (0..1_000_000).map(|i| json!(format!("{i}"))).collect();
+        let mut problems = Problems::new(MAX_PROBLEMS);
+        compiled.check_node(&compiled.root, &json!({"n": bad}), &mut String::new(), 0, &mut problems);
+        assert_eq!(problems.list.len(), 10);
+        assert!(problems.looked_at < 100, "{} values looked at", problems.looked_at);
+        let huge = json!({"n": ["é".repeat(4 * 1024 * 1024)]});
+        let problems = compiled.check(&huge).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].chars().count() < 120, "{}", problems[0]);
+        let many: serde_json::Map<String, Value> = (0..100_000).map(|i| (format!("k{i}"), json!(i))).collect();
+        let closed = json!({"type": "object", "additionalProperties": false});
+        let message = ours(&closed, &Value::Object(many)).unwrap_err().remove(0);
+        assert!(message.len() < 200 && message.contains("and 99995 more were unexpected"), "{message}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The bottom layer: small pieces that every other layer may use and that use nothing of the
-//! crate: a boxed future and a first poll of one, percent-decoding, wall-clock time.
+//! crate: a boxed future and a first poll of one, percent-decoding, wall-clock time, random
+//! bytes.
 
 pub mod percent;
+pub mod random;
 pub mod time;
 
 use std::future::Future;

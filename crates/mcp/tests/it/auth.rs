@@ -428,6 +428,47 @@ async fn a_batch_needs_the_scopes_of_all_its_calls() {
     assert!(challenge(&reply).contains("files:write"));
 }
 
+/// The resource server reads a message with the endpoint's own reader: a key given twice, which
+/// its peek once read one way and the endpoint another, is refused (by the endpoint, for every
+/// caller), and nothing runs.
+#[tokio::test]
+async fn a_key_given_twice_is_refused_behind_the_resource_server() {
+    let p = protected(|r| r).await;
+    let writer = format!("Bearer {}", p.token_with(json!({"scope": "mcp:basic files:write"})));
+    let meta = modern(json!({}))["_meta"].to_string();
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{{"name":"write_file","arguments":{{}},"_meta":{meta}}}}}"#
+    );
+    let headers = [
+        JSON_SSE,
+        CT,
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "write_file"),
+        ("Authorization", writer.as_str()),
+    ];
+    let reply = send(&p.addr, "POST", "/mcp", &headers, &body, QUICK).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.json()["error"]["code"], -32600, "{}", reply.body);
+    assert!(reply.body.contains("appears more than once"), "{}", reply.body);
+    assert!(!reply.body.contains("written"), "the tool ran: {}", reply.body);
+    // The same in a batch of a 2025-03-26 session is refused item by item.
+    let batch = format!(
+        r#"[{{"jsonrpc":"2.0","id":2,"id":3,"method":"tools/call","params":{{"name":"write_file","arguments":{{}}}}}}]"#
+    );
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}),
+    );
+    let auth = [JSON_SSE, CT, ("Authorization", writer.as_str())];
+    let reply = send(&p.addr, "POST", "/mcp", &auth, &init.to_string(), QUICK).await;
+    let sid = reply.header("mcp-session-id").expect("a session").to_owned();
+    let in_session = [JSON_SSE, CT, ("Authorization", writer.as_str()), ("Mcp-Session-Id", sid.as_str())];
+    let reply = send(&p.addr, "POST", "/mcp", &in_session, &batch, QUICK).await;
+    assert!(!reply.body.contains("written"), "the tool ran: {}", reply.body);
+}
+
 /// An audit log kept in memory, read as JSON lines.
 #[derive(Clone, Default)]
 struct AuditBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
@@ -446,6 +487,15 @@ impl AuditBuffer {
     fn lines(&self) -> Vec<Value> {
         let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The lines once there are `n` (the log's own thread writes them, just after each answer).
+    async fn at_least(&self, n: usize) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + QUICK;
+        while self.lines().len() < n && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.lines()
     }
 }
 
@@ -509,7 +559,7 @@ async fn the_audit_log_names_initialize_and_the_subject_on_both_http_transports(
     assert_eq!(send(&p.addr, "POST", &endpoint, &posted, &old_call.to_string(), QUICK).await.status, 202);
     read_until(&mut stream, &mut seen, "\"id\":8").await;
 
-    let lines = audit.lines();
+    let lines = audit.at_least(4).await;
     let summary: Vec<(String, String, String)> = lines
         .iter()
         .map(|l| {
@@ -548,7 +598,7 @@ async fn a_refused_initialize_opens_no_session_and_is_logged() {
         send(&p.addr, "POST", "/mcp", &[JSON_SSE, CT, ("Authorization", &alice)], &bad.to_string(), QUICK).await;
     assert_eq!(reply.json()["error"]["code"], -32602, "{}", reply.body);
     assert!(reply.header("mcp-session-id").is_none(), "no session for a refused initialize");
-    let lines = audit.lines();
+    let lines = audit.at_least(1).await;
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!((lines[0]["method"].as_str(), lines[0]["outcome"].as_str()), (Some("initialize"), Some("error")));
     assert_eq!(lines[0]["errorCode"], -32602);

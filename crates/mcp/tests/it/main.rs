@@ -6,6 +6,7 @@ mod auth_keys;
 mod cache;
 mod client_rules;
 mod eras;
+mod hostile;
 mod http;
 mod input;
 mod rules;

@@ -112,7 +112,9 @@ async fn resource_metadata(fetcher: &Fetcher, urls: &[String], version: &str) ->
     Ok(None)
 }
 
-fn server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadata, AuthError> {
+/// An authorization server's metadata document, read: its token endpoint (required) and every
+/// endpoint URL checked, the rest taken as said.
+pub(crate) fn read_server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadata, AuthError> {
     let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     let token_endpoint = text("token_endpoint")
         .ok_or_else(|| AuthError::Discovery("the authorization server's metadata names no token_endpoint".into()))?;
@@ -149,7 +151,7 @@ fn server_metadata(doc: &serde_json::Map<String, Value>) -> Result<ServerMetadat
 pub async fn authorization_server(fetcher: &Fetcher, issuer: &str) -> Result<ServerMetadata, AuthError> {
     crate::net::fetch::check_url(issuer).map_err(AuthError::Discovery)?;
     let doc = crate::net::oauth::issuer_metadata(fetcher, issuer).await.map_err(AuthError::Discovery)?;
-    server_metadata(&doc)
+    read_server_metadata(&doc)
 }
 
 /// 2025-03-26, no resource metadata: the authorization server is the MCP server's origin, its
@@ -166,7 +168,7 @@ async fn legacy_server(fetcher: &Fetcher, server_url: &str) -> Result<ServerMeta
                         "the metadata at {url} is for issuer {stated:?}, not {origin:?}: not used"
                     )));
                 }
-                return server_metadata(&doc);
+                return read_server_metadata(&doc);
             }
         }
     }
@@ -201,6 +203,30 @@ pub async fn discover(
             server,
         });
     };
+    let said = read_resource_metadata(&prm, server_url, preferred)?;
+    let server = authorization_server(fetcher, &said.issuer).await?;
+    Ok(Discovered { resource: said.resource, resource_scopes: said.scopes, resource_dpop: said.dpop, server })
+}
+
+/// What a protected resource's metadata says, read.
+pub(crate) struct ResourceSays {
+    /// The resource to ask tokens for.
+    pub resource: String,
+    /// The authorization server chosen.
+    pub issuer: String,
+    /// `scopes_supported`.
+    pub scopes: Vec<String>,
+    /// It lists DPoP algorithms.
+    pub dpop: bool,
+}
+
+/// Reads the resource metadata `prm` of the MCP server at `server_url`: its `resource` must cover
+/// the server's URL, and it must name an authorization server (`preferred` picks among several).
+pub(crate) fn read_resource_metadata(
+    prm: &Value,
+    server_url: &str,
+    preferred: impl Fn(&str) -> bool,
+) -> Result<ResourceSays, AuthError> {
     let resource = match prm.get("resource").and_then(Value::as_str) {
         Some(resource) if resource_covers(resource, server_url) => resource.to_owned(),
         Some(resource) => {
@@ -215,10 +241,10 @@ pub async fn discover(
         .iter()
         .find(|s| preferred(s))
         .or(servers.first())
-        .ok_or_else(|| AuthError::Discovery("the server's metadata names no authorization server".into()))?;
-    let server = authorization_server(fetcher, issuer).await?;
-    let resource_dpop = !strings(&prm["dpop_signing_alg_values_supported"]).is_empty();
-    Ok(Discovered { resource, resource_scopes: strings(&prm["scopes_supported"]), resource_dpop, server })
+        .ok_or_else(|| AuthError::Discovery("the server's metadata names no authorization server".into()))?
+        .clone();
+    let dpop = !strings(&prm["dpop_signing_alg_values_supported"]).is_empty();
+    Ok(ResourceSays { resource, issuer, scopes: strings(&prm["scopes_supported"]), dpop })
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub(crate) fn b64url(bytes: &[u8]) -> String {
 /// `n` random bytes, base64url.
 pub(crate) fn random_text(n: usize) -> String {
     let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+    crate::util::random::fill_or_panic(&mut bytes); // never a guessable value
     b64url(&bytes)
 }
 

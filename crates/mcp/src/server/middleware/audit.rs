@@ -1,11 +1,19 @@
 //! The audit log: one JSON line per request, `initialize` included (time, request id, account
 //! and subject, method, name, the client of an `initialize`, duration, outcome, error code), to
-//! stderr or a file. Never the token; the arguments
-//! only when asked.
+//! stderr or a file. Never the token; the arguments only when asked.
+//!
+//! Requests never wait for the log: a line goes into a bounded queue that a thread of its own
+//! writes out (in batches, flushed whenever the queue runs dry). When the destination stalls (a
+//! full disk, a pipe nobody reads) and the queue is full, lines are dropped and counted: the count
+//! is [`AuditLog::dropped`] (and [`dropped_lines`] for the whole process, what `/metrics` pages
+//! show), and it is said on stderr when the log is closed ([`AuditLog::close`], at a server's
+//! exit).
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
@@ -13,16 +21,63 @@ use serde_json::{json, Map, Value};
 use super::{Call, Middleware, Next, Outcome};
 use crate::server::tasks::record::{iso8601, now_ms};
 
+/// Lines waiting for the writer, at most.
+const QUEUE_LINES: usize = 4096;
+/// Bytes waiting for the writer, at most (a line with arguments may be large).
+const QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// How long closing a log waits for its writer to write out what is queued.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Lines every audit log of this process dropped (see [`dropped_lines`]).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Every open log's queue, for [`close_all`].
+static OPEN: Mutex<Vec<Weak<Queue>>> = Mutex::new(Vec::new());
+
+/// Audit lines dropped so far by every audit log of this process, because their writers could not
+/// keep up (the counter a `/metrics` page shows as `mcp_audit_lines_dropped_total`).
+pub fn dropped_lines() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Closes every audit log of this process (see [`AuditLog::close`]): what the command line of a
+/// server does before it exits.
+pub fn close_all() {
+    let open: Vec<Arc<Queue>> =
+        OPEN.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(Weak::upgrade).collect();
+    let deadline = Instant::now() + CLOSE_WAIT;
+    for queue in open {
+        queue.close(deadline);
+    }
+}
+
 /// Writes one JSON line per request.
+#[derive(Clone)]
 pub struct AuditLog {
-    out: Arc<Mutex<Box<dyn Write + Send>>>,
+    queue: Arc<Queue>,
     arguments: bool,
+}
+
+/// A log's side of its writer thread.
+struct Queue {
+    lines: SyncSender<Message>,
+    /// Bytes queued and not yet written.
+    queued: Arc<AtomicUsize>,
+    dropped: AtomicU64,
+    /// Where the lines go, as the drop report names it.
+    destination: String,
+    closed: AtomicBool,
+}
+
+enum Message {
+    Line(Vec<u8>),
+    /// Answered once every line queued before it is written and flushed.
+    Flush(mpsc::Sender<()>),
 }
 
 impl AuditLog {
     /// Lines to stderr.
     pub fn to_stderr() -> Self {
-        AuditLog::to_writer(std::io::stderr())
+        AuditLog::to_destination(std::io::stderr(), "stderr".into())
     }
 
     /// Lines appended to the file at `path` (created with mode 0600).
@@ -34,12 +89,30 @@ impl AuditLog {
         let file = options
             .open(path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("audit log {}: {e}", path.display())))?;
-        Ok(AuditLog::to_writer(file))
+        Ok(AuditLog::to_destination(file, path.display().to_string()))
     }
 
     /// Lines to `out`.
     pub fn to_writer(out: impl Write + Send + 'static) -> Self {
-        AuditLog { out: Arc::new(Mutex::new(Box::new(out))), arguments: false }
+        AuditLog::to_destination(out, "its writer".into())
+    }
+
+    fn to_destination(out: impl Write + Send + 'static, destination: String) -> Self {
+        let (lines, rx) = mpsc::sync_channel(QUEUE_LINES);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let writer_queued = queued.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcp-audit-log".into())
+            .spawn(move || write_out(Box::new(out), rx, &writer_queued));
+        if let Err(e) = spawned {
+            tracing::warn!("the audit log's writer thread could not start ({e}): every line will be dropped");
+        }
+        let queue =
+            Arc::new(Queue { lines, queued, dropped: AtomicU64::new(0), destination, closed: AtomicBool::new(false) });
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|q| q.strong_count() > 0);
+        open.push(Arc::downgrade(&queue));
+        AuditLog { queue, arguments: false }
     }
 
     /// Also records each request's params (tool arguments included). Off by default: arguments
@@ -47,6 +120,24 @@ impl AuditLog {
     pub fn with_arguments(mut self, on: bool) -> Self {
         self.arguments = on;
         self
+    }
+
+    /// Lines this log dropped so far because its writer could not keep up.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits (up to `timeout`) until every line queued so far is written and flushed; `false`
+    /// when the writer did not get there in time.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.queue.flush(Instant::now() + timeout)
+    }
+
+    /// Writes out what is queued (waiting up to 2 s for a stalled destination), then says on
+    /// stderr how many lines were dropped, if any. Lines logged afterwards are still written;
+    /// the count is said once per log.
+    pub fn close(&self) {
+        self.queue.close(Instant::now() + CLOSE_WAIT);
     }
 
     /// Writes one line of the caller's own: `event` with `fields`, timestamped (a gateway logs
@@ -62,15 +153,125 @@ impl AuditLog {
     fn write(&self, entry: &impl serde::Serialize) {
         let mut line = serde_json::to_vec(entry).unwrap_or_default();
         line.push(b'\n');
-        self.write_line(&line);
+        self.write_line(line);
     }
 
-    /// Writes `line` (ending in a newline) in one write.
-    fn write_line(&self, line: &[u8]) {
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if out.write_all(line).and_then(|()| out.flush()).is_err() {
-            tracing::warn!("could not write the audit log");
+    /// Queues `line` (ending in a newline), or drops and counts it when the queue is full.
+    fn write_line(&self, line: Vec<u8>) {
+        self.queue.push(line);
+    }
+}
+
+impl Queue {
+    fn push(&self, line: Vec<u8>) {
+        let len = line.len();
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        let full = before + len > QUEUE_BYTES && before > 0;
+        let sent = !full && self.lines.try_send(Message::Line(line)).is_ok();
+        if !sent {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            DROPPED.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn flush(&self, deadline: Instant) -> bool {
+        let (done, flushed) = mpsc::channel();
+        let mut message = Message::Flush(done);
+        // A full queue is waited on (its writer may be slow, not stalled) until the deadline.
+        loop {
+            match self.lines.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(TrySendError::Full(_)) => return false,
+            }
+        }
+        flushed.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_ok()
+    }
+
+    fn close(&self, deadline: Instant) {
+        let written = self.flush(deadline);
+        if !self.closed.swap(true, Ordering::Relaxed) {
+            self.say_dropped(!written);
+        }
+    }
+
+    /// Says on stderr how many lines were dropped (and whether queued ones are lost), if any.
+    fn say_dropped(&self, queued_lost: bool) {
+        let dropped = self.dropped.load(Ordering::Relaxed);
+        if dropped == 0 && !queued_lost {
+            return;
+        }
+        let lost = if queued_lost { ", and the lines still queued are lost" } else { "" };
+        eprintln!(
+            "audit log {}: {dropped} lines dropped, because it could not be written as fast as requests came{lost}",
+            self.destination
+        );
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // The last handle is gone; the writer ends once it has written out the queue.
+        if !self.closed.load(Ordering::Relaxed) {
+            self.say_dropped(false);
+        }
+    }
+}
+
+/// The writer thread: writes lines as they come (buffered), flushing whenever none is waiting,
+/// until every log handle is gone.
+fn write_out(out: Box<dyn Write + Send>, rx: Receiver<Message>, queued: &AtomicUsize) {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    let mut failed = false;
+    let mut unflushed = false;
+    loop {
+        let message = match rx.try_recv() {
+            Ok(message) => message,
+            Err(mpsc::TryRecvError::Disconnected) => break,
+            Err(mpsc::TryRecvError::Empty) => {
+                // Nothing waiting: what was written goes out now.
+                if unflushed {
+                    report(&mut failed, out.flush());
+                }
+                match rx.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                }
+            }
+        };
+        unflushed = match message {
+            Message::Line(line) => {
+                report(&mut failed, out.write_all(&line));
+                queued.fetch_sub(line.len(), Ordering::Relaxed);
+                true
+            }
+            Message::Flush(done) => {
+                report(&mut failed, out.flush());
+                let _ = done.send(());
+                false
+            }
+        };
+    }
+    let _ = out.flush();
+}
+
+/// Says the first failure to write (and the first success after failures).
+fn report(failed: &mut bool, result: std::io::Result<()>) {
+    match result {
+        Err(e) if !*failed => {
+            *failed = true;
+            tracing::warn!("could not write the audit log: {e}");
+        }
+        Ok(()) if *failed => {
+            *failed = false;
+            tracing::warn!("the audit log is written again");
+        }
+        _ => {}
     }
 }
 
@@ -129,7 +330,10 @@ fn start_line(call: &Call<'_>, arguments: bool) -> Line {
         _ => None,
     };
     let params = match call.params_json() {
-        Some(params) if arguments => Some(serde_json::from_str(params).unwrap_or(Value::Null)),
+        // Parsed within the default budget (the line shows the params sorted, as they always were).
+        Some(params) if arguments => {
+            Some(crate::server::bounded::parse(params, crate::server::bounded::DEFAULT_BUDGET).unwrap_or(Value::Null))
+        }
         _ => None,
     };
     Line::start(&Known {
@@ -236,7 +440,7 @@ impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if let Some(line) = self.line.take() {
             let ms = self.start.elapsed().as_secs_f64() * 1000.0;
-            self.log.write_line(&line.finish(ms, None, "cancelled"));
+            self.log.write_line(line.finish(ms, None, "cancelled"));
         }
     }
 }
@@ -250,7 +454,7 @@ impl Middleware for AuditLog {
             if let Some(line) = pending.line.take() {
                 let ms = (pending.start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
                 let (name, code) = outcome_fields(&outcome);
-                self.write_line(&line.finish(ms, code, name));
+                self.write_line(line.finish(ms, code, name));
             }
             outcome
         })
@@ -260,6 +464,41 @@ impl Middleware for AuditLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A destination that takes nothing until it is let go (a pipe nobody reads).
+    struct Stalled(std::sync::mpsc::Receiver<()>);
+
+    impl Write for Stalled {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Logging never waits for the destination: past the queue, lines are dropped and counted.
+    #[test]
+    fn a_stalled_destination_drops_and_counts_without_waiting() {
+        let (release, stalled) = std::sync::mpsc::channel();
+        let log = AuditLog::to_writer(Stalled(stalled));
+        let before = dropped_lines();
+        let started = Instant::now();
+        for i in 0..QUEUE_LINES + 1000 {
+            log.write_line(format!("{{\"n\":{i}}}\n").into_bytes());
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "logging waited: {:?}", started.elapsed());
+        // The writer holds one line; the queue the next QUEUE_LINES; the rest are dropped.
+        let dropped = log.dropped();
+        assert!((999..=1000).contains(&dropped), "{dropped} dropped");
+        assert!(dropped_lines() - before >= dropped, "the process-wide count includes them");
+        assert!(!log.flush(Duration::from_millis(100)), "a stalled writer is not waited on past the deadline");
+        drop(release); // the destination takes everything again
+        assert!(log.flush(Duration::from_secs(5)));
+        log.write_line(b"{}\n".to_vec());
+        assert_eq!(log.dropped(), dropped, "an empty queue takes lines again");
+    }
 
     /// The line is the JSON of a sorted map of its fields, byte for byte, as it always was.
     #[test]

@@ -40,7 +40,7 @@ use std::sync::{Arc, OnceLock};
 use futures_util::future::BoxFuture;
 use mcp_types::{ErrorCode, ErrorObject, RequestId};
 
-pub use audit::AuditLog;
+pub use audit::{close_all as close_audit_logs, dropped_lines as audit_lines_dropped, AuditLog};
 pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
 pub use rate::RateLimit;
 
@@ -192,28 +192,16 @@ pub(crate) fn named_field(method: &str) -> Option<&'static str> {
 }
 
 /// The name or URI a request's params name, read as a string only if it is one (for
-/// `completion/complete`, the prompt or resource its `ref` names).
+/// `completion/complete`, the prompt or resource its `ref` names), by the one reader of the
+/// params' head ([`crate::server::head::ParamsHead`]): params it refuses (a repeated `name`...)
+/// name nothing, and the request is refused when it is admitted.
 pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
     if method == "completion/complete" {
         return completion_ref(params?);
     }
-    let field = named_field(method)?;
-    #[derive(serde::Deserialize)]
-    struct Fields<'a> {
-        #[serde(borrow, default)]
-        name: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        uri: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default, rename = "taskId")]
-        task_id: Option<&'a serde_json::value::RawValue>,
-    }
-    let fields: Fields<'_> = serde_json::from_str(params?).ok()?;
-    let raw = match field {
-        "name" => fields.name,
-        "uri" => fields.uri,
-        _ => fields.task_id,
-    }?;
-    serde_json::from_str::<String>(raw.get()).ok()
+    named_field(method)?;
+    let head = crate::server::head::ParamsHead::read_text(params).ok()?;
+    head.named(method).map(std::borrow::Cow::into_owned)
 }
 
 /// The prompt name or resource URI a completion's `ref` names.
@@ -257,6 +245,11 @@ mod tests {
         assert_eq!(named_item("tools/call", Some(r#"{"name":5}"#)), None);
         assert_eq!(named_item("tools/list", Some("{}")), None);
         assert_eq!(named_item("tools/call", None), None);
+        assert_eq!(
+            named_item("tools/call", Some(r#"{"name":"a","name":"b"}"#)),
+            None,
+            "refused, not the first or last"
+        );
         let complete = |r: &str| named_item("completion/complete", Some(&format!(r#"{{"ref":{r},"argument":{{}}}}"#)));
         assert_eq!(complete(r#"{"type":"ref/prompt","name":"greet"}"#).as_deref(), Some("greet"));
         assert_eq!(complete(r#"{"type":"ref/resource","uri":"file:///{p}"}"#).as_deref(), Some("file:///{p}"));

@@ -69,10 +69,11 @@ impl TaskRecord {
 
 pub use crate::util::time::{iso8601, now_ms};
 
-/// A new task id: 128 random bits, hex.
+/// A new task id: 128 random bits, hex. Never zeros: without a random source this panics,
+/// saying so (the request that started the task is answered with an error).
 pub fn new_id() -> String {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+    crate::util::random::fill_or_panic(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

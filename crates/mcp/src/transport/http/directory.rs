@@ -61,11 +61,17 @@ impl RecordChange {
         if !matches!(method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe") {
             return None; // most requests: no parse
         }
-        let params: Value = serde_json::from_str(params?).ok()?;
+        // Only the two fields: the rest of the params is skipped, never a tree.
+        #[derive(serde::Deserialize)]
+        struct Fields {
+            level: Option<LoggingLevel>,
+            uri: Option<String>,
+        }
+        let params: Fields = serde_json::from_str(params?).ok()?;
         match method {
-            "logging/setLevel" => Some(RecordChange::Level(serde_json::from_value(params.get("level")?.clone()).ok()?)),
-            "resources/subscribe" => Some(RecordChange::Subscribe(params.get("uri")?.as_str()?.to_owned())),
-            "resources/unsubscribe" => Some(RecordChange::Unsubscribe(params.get("uri")?.as_str()?.to_owned())),
+            "logging/setLevel" => Some(RecordChange::Level(params.level?)),
+            "resources/subscribe" => Some(RecordChange::Subscribe(params.uri?)),
+            "resources/unsubscribe" => Some(RecordChange::Unsubscribe(params.uri?)),
             _ => None,
         }
     }

@@ -44,9 +44,10 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity:
     if shared.old_sse.map.lock().unwrap().len() >= shared.old_sse.max {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections");
     }
-    let mut id_bytes = [0u8; 16];
-    getrandom::fill(&mut id_bytes).expect("random source");
-    let id: String = id_bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let id = match crate::util::random::hex(16) {
+        Ok(id) => id,
+        Err(no_random) => return plain(StatusCode::INTERNAL_SERVER_ERROR, &no_random.to_string()),
+    };
     let (client, server) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server);
     let (client_read, client_write) = tokio::io::split(client);
@@ -81,11 +82,10 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity:
 
 /// POST `?sessionId=`: one message for a connection; answers go on its stream.
 pub(crate) async fn post(shared: &Arc<Shared>, id: &str, caller: Option<&str>, body: &[u8]) -> Response<Body> {
-    // One message per line: re-encode so embedded newlines cannot split it.
-    let line = match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(v) => v.to_string(),
-        Err(_) => String::from_utf8_lossy(body).replace(['\n', '\r'], " "),
-    };
+    // One message per line. A line break in JSON text is whitespace between tokens (a string
+    // holds one escaped), so a space keeps the message as it was, without parsing it here: the
+    // connection reads it as any other line (and its keys as they were sent).
+    let line = String::from_utf8_lossy(body).replace(['\n', '\r'], " ");
     let here = shared.old_sse.map.lock().unwrap().contains_key(id);
     match (here, &shared.config.directory) {
         // Another node holds the stream (a round-robin balancer sent the POST here).

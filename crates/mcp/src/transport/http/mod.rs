@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use mcp_types::jsonrpc::JsonRpcError;
 use mcp_types::{ErrorCode, ErrorObject};
 
@@ -71,9 +70,14 @@ pub struct HttpConfig {
     pub auth: Option<crate::auth::ResourceServer>,
     /// Legacy sessions shared with other nodes (see [`directory`]); `None`: this node's alone.
     pub directory: Option<SharedSessions>,
-    /// Plain `GET` pages beside the endpoint (`/healthz`, `/metrics`), answered before any
-    /// authorization: they must tell nothing a stranger may not know.
+    /// Plain `GET` pages beside the endpoint (`/healthz`, `/metrics`), answered after the Host
+    /// and Origin checks but before any authorization: they must tell nothing a caller without
+    /// a token may not know.
     pub side_routes: Option<SideRoutes>,
+    /// Serve the side pages on this address of their own instead (with `/healthz` and a
+    /// `/metrics` of the library's where [`HttpConfig::side_routes`] has none): a port the
+    /// world does not reach, for a monitoring system that does.
+    pub metrics_addr: Option<String>,
 }
 
 /// What a side route answers: the HTTP status code, the content type and the body.
@@ -122,6 +126,7 @@ impl Default for HttpConfig {
             auth: None,
             directory: None,
             side_routes: None,
+            metrics_addr: None,
         }
     }
 }
@@ -187,7 +192,7 @@ impl McpService {
         match *request.method() {
             Method::POST => {
                 let (parts, body) = request.into_parts();
-                match read_body(body, shared.config.max_body).await {
+                match read_body(body, shared.config.max_body, content_length(&parts.headers)).await {
                     Ok(bytes) => post::handle(shared, parts, bytes).await,
                     Err(response) => response,
                 }
@@ -222,21 +227,27 @@ where
     }
 }
 
-async fn read_body<B>(body: B, max: usize) -> Result<Bytes, Response<Body>>
+async fn read_body<B>(body: B, max: usize, length: Option<usize>) -> Result<Bytes, Response<Body>>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let limited = http_body_util::Limited::new(body, max);
-    match limited.collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(rpc_error(
+    match crate::net::body::read_limited(body, max, length).await {
+        Ok(bytes) => Ok(bytes),
+        Err(crate::net::body::ReadError::TooLarge) => Err(rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             None,
             ErrorObject::invalid_request(format!("the request body exceeds {max} bytes")),
         )),
-        Err(e) => Err(plain(StatusCode::BAD_REQUEST, &format!("could not read the request body: {e}"))),
+        Err(crate::net::body::ReadError::Failed(e)) => {
+            Err(plain(StatusCode::BAD_REQUEST, &format!("could not read the request body: {e}")))
+        }
     }
+}
+
+/// The `Content-Length` a request declares, if it is a number.
+pub(crate) fn content_length(headers: &http::HeaderMap) -> Option<usize> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
 }
 
 pub(crate) fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -281,7 +292,6 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     let tls = tls_acceptor(&config)?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    #[cfg_attr(not(feature = "auth"), allow(unused_mut))] // the resource server is taken out of it
     let mut config = HttpConfig { loopback_only: local.ip().is_loopback(), ..config };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{local}{}", config.path);
@@ -291,21 +301,90 @@ pub async fn serve_with_config(router: Router, addr: &str, config: HttpConfig) -
     if let Some(auth) = config.auth.take() {
         return serve_protected(router, listener, config, auth, &url, tls).await;
     }
-    let routes = config.side_routes.clone();
-    serve_service(listener, WithSideRoutes::new(McpService::new(router, config), routes), tls).await
+    let service = McpService::new(router, config.clone());
+    let routes = side_routes(&mut config, &service).await?;
+    serve_service(listener, WithSideRoutes::new(service, routes, &config), tls).await
 }
 
-/// A service with [`SideRoutes`] answered in front of it.
+/// The side pages to serve beside the endpoint: those of `config`, unless `--metrics-addr` asks
+/// for them elsewhere, in which case they are served there (with the library's own `/healthz` and
+/// `/metrics` where the config has none) and none beside the endpoint.
+async fn side_routes(config: &mut HttpConfig, service: &McpService) -> std::io::Result<Option<SideRoutes>> {
+    let Some(addr) = config.metrics_addr.take() else { return Ok(config.side_routes.clone()) };
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("--metrics-addr {addr}: {e}")))?;
+    let local = listener.local_addr()?;
+    eprintln!("serving /healthz and /metrics on http://{local}");
+    let own = HttpConfig { loopback_only: local.ip().is_loopback(), ..config.clone() };
+    let pages = config.side_routes.take();
+    let sessions = service.shared.sessions.clone();
+    let routes = SideRoutes(Arc::new(move |path: &str| {
+        pages.as_ref().and_then(|pages| (pages.0)(path)).or_else(|| library_page(path, sessions.len()))
+    }));
+    let only = WithSideRoutes::new(NotFound, Some(routes), &own);
+    tokio::spawn(async move {
+        if let Err(e) = serve_service(listener, only, None).await {
+            tracing::warn!("the metrics address stopped: {e}");
+        }
+    });
+    Ok(None)
+}
+
+/// The library's own side pages: `/healthz`, and `/metrics` in the Prometheus text format.
+fn library_page(path: &str, sessions: usize) -> Option<SidePage> {
+    match path {
+        "/healthz" => Some((200, "text/plain; charset=utf-8", "ok\n".into())),
+        "/metrics" => Some((200, "text/plain; version=0.0.4; charset=utf-8", library_metrics(sessions))),
+        _ => None,
+    }
+}
+
+/// The library's metrics: audit lines dropped, live legacy sessions.
+pub fn library_metrics(sessions: usize) -> String {
+    format!(
+        "# HELP mcp_audit_lines_dropped_total Audit log lines dropped because the log could not be written as fast as requests came.\n\
+         # TYPE mcp_audit_lines_dropped_total counter\n\
+         mcp_audit_lines_dropped_total {}\n\
+         # HELP mcp_http_sessions Live legacy sessions (protocol versions up to 2025-11-25).\n\
+         # TYPE mcp_http_sessions gauge\n\
+         mcp_http_sessions {sessions}\n",
+        crate::server::middleware::audit_lines_dropped()
+    )
+}
+
+/// Answers 404: behind the side pages of a metrics address, nothing else is served.
+#[derive(Clone, Copy)]
+struct NotFound;
+
+impl<B> tower_service::Service<Request<B>> for NotFound {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _request: Request<B>) -> Self::Future {
+        std::future::ready(Ok(plain(StatusCode::NOT_FOUND, "not found: this address serves /healthz and /metrics")))
+    }
+}
+
+/// A service with [`SideRoutes`] answered in front of it, once the request passed the Host and
+/// Origin checks of `config` (DNS rebinding: a page of another site, its name pointed at
+/// 127.0.0.1, must not read them any more than the endpoint).
 #[derive(Clone)]
 pub struct WithSideRoutes<S> {
     inner: S,
     routes: Option<SideRoutes>,
+    config: Arc<HttpConfig>,
 }
 
 impl<S> WithSideRoutes<S> {
-    /// `inner`, with `routes` (if any) answered first.
-    pub fn new(inner: S, routes: Option<SideRoutes>) -> Self {
-        WithSideRoutes { inner, routes }
+    /// `inner`, with `routes` (if any) answered first, to requests `config` lets through.
+    pub fn new(inner: S, routes: Option<SideRoutes>, config: &HttpConfig) -> Self {
+        WithSideRoutes { inner, routes, config: Arc::new(config.clone()) }
     }
 }
 
@@ -323,7 +402,11 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if request.method() == Method::GET {
+        if request.method() == Method::GET && self.routes.is_some() {
+            if let Err(refusal) = security::check_host_and_origin(&self.config, request.headers()) {
+                let response = rpc_error(refusal.status, None, ErrorObject::invalid_request(refusal.message));
+                return Box::pin(async move { Ok(response) });
+            }
             if let Some(page) = self.routes.as_ref().and_then(|routes| (routes.0)(request.uri().path())) {
                 let (status, content_type, body) = page;
                 let mut response = Response::new(sse::full(body));
@@ -355,9 +438,11 @@ async fn serve_protected(
         auth.resource_uri().unwrap_or_default()
     );
     let layer = auth.layer(&router).max_body(config.max_body);
-    let routes = config.side_routes.clone();
-    let service = tower_layer::Layer::layer(&layer, McpService::new(router, config));
-    serve_service(listener, WithSideRoutes::new(service, routes), tls).await
+    let mut config = config;
+    let endpoint = McpService::new(router, config.clone());
+    let routes = side_routes(&mut config, &endpoint).await?;
+    let service = tower_layer::Layer::layer(&layer, endpoint);
+    serve_service(listener, WithSideRoutes::new(service, routes, &config), tls).await
 }
 
 /// Serves `service` on an already bound listener.

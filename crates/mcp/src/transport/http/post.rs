@@ -9,7 +9,7 @@ use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use mcp_types::jsonrpc::{Envelope, MessageKind};
 use mcp_types::utilities::CancelledParams;
 use mcp_types::version::ProtocolVersion;
-use mcp_types::{meta, ErrorCode, ErrorObject, RequestId};
+use mcp_types::{ErrorCode, ErrorObject, RequestId};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +24,7 @@ use crate::engine::session::Session;
 use crate::server::bounded;
 use crate::server::connection::{forward_changes_from, response_bytes};
 use crate::server::era::{self, Admitted};
+use crate::server::head::ParamsHead;
 use crate::server::identity::Identity;
 use crate::server::reply::Reply;
 
@@ -175,13 +176,6 @@ fn cancel(shared: &Shared, session: Option<&HttpSession>, params: Option<&RawVal
     }
 }
 
-fn has_modern_meta(params: Option<&RawValue>) -> bool {
-    // The searcher is made once: `str::contains` would build one per request.
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(meta::PROTOCOL_VERSION));
-    params.is_some_and(|p| FINDER.find(p.get().as_bytes()).is_some())
-}
-
 /// Where a request comes from: its headers, its legacy session, its authenticated caller, its
 /// address.
 struct RequestParts<'a> {
@@ -199,29 +193,30 @@ async fn request(
     params: Option<&RawValue>,
     mut raw: RawParams,
 ) -> Response<Body> {
-    let modern = has_modern_meta(params);
+    // The era is what `_meta` says, as the one reader of the params' head reads it.
+    let head = match ParamsHead::read(params) {
+        Ok(head) => head,
+        // Unreadable params: on a legacy session the error is a JSON-RPC answer, as there.
+        Err(e) if from.session.is_some() => return rpc_error(StatusCode::OK, Some(id), e),
+        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, Some(id), e),
+    };
+    let modern = head.is_modern();
     if method == "initialize" && !modern {
         return initialize(shared, id, params, from).await;
     }
     let RequestParts { headers, session, caller, peer } = from;
-    let mut meta_read = None;
     if modern {
-        let fields = HeaderFields::read(params).unwrap_or_else(|| HeaderFields::from_tree(&params_tree(params)));
-        if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &fields) {
+        if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &head) {
             return rpc_error(StatusCode::BAD_REQUEST, Some(id), e);
         }
-        if let Some(std::borrow::Cow::Borrowed(named)) = fields.named(method) {
-            raw = raw.with_named(named); // the middleware's `Call::name` is not read again
-        }
-        meta_read = fields.meta; // the params are not read again for it
+    }
+    if let Some(std::borrow::Cow::Borrowed(named)) = head.named(method) {
+        raw = raw.with_named(named); // the middleware's `Call::name` is not read again
     }
     let token = CancellationToken::new();
     let (outbox, rx) = Outbox::channel(64);
     let legacy = if modern { None } else { session.as_ref().map(|s| &s.session) };
-    let admitted = match meta_read {
-        Some(meta) => era::admit_read(method, id.clone(), meta, legacy, outbox, token.clone()),
-        None => era::admit(method, id.clone(), params, legacy, outbox, token.clone()),
-    };
+    let admitted = era::admit_read(method, id.clone(), head.meta, legacy, outbox, token.clone());
     let Admitted { cx, modern } = match admitted {
         Ok(admitted) => admitted,
         // Without a session the request is judged as a 2026-07-28 one: 400 or 404.
@@ -393,7 +388,12 @@ async fn respond_now(
         // In a cluster the stream's number is unique across nodes, and its events are logged
         // where any node can replay them.
         (Some(s), Some(SharedSessions(directory))) => {
-            let n = random_stream_number();
+            let n = match random_stream_number() {
+                Ok(n) => n,
+                Err(no_random) => {
+                    return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, Some(request.clone()), no_random.into())
+                }
+            };
             s.add_stream_numbered(n, stream.clone());
             directory.log_open(&s.id, n, request).await;
             log = Some(StreamLogger { directory: directory.clone(), session: s.id.to_string(), stream: n });
@@ -416,10 +416,10 @@ struct StreamLogger {
 }
 
 /// A stream number for a cluster: random, so that nodes never pick the same one.
-fn random_stream_number() -> u64 {
+fn random_stream_number() -> Result<u64, crate::util::random::Unavailable> {
     let mut bytes = [0u8; 4];
-    let _ = getrandom::fill(&mut bytes);
-    u64::from(u32::from_le_bytes(bytes)) + 1_000_000
+    crate::util::random::fill(&mut bytes)?;
+    Ok(u64::from(u32::from_le_bytes(bytes)) + 1_000_000)
 }
 
 /// Moves a request's messages and then its response into its event stream (and its shared
@@ -526,7 +526,7 @@ async fn find_session(
             let (outbox, rx) = Outbox::channel(256);
             let session =
                 Session::new(record.version.clone(), record.capabilities.clone(), record.client_info.clone(), outbox);
-            session.set_request_id_base(random_id_base());
+            session.set_request_id_base(random_id_base().map_err(|e| unavailable(e.to_string()))?);
             let Some(entry) =
                 shared.sessions.insert_with_id(id.to_owned(), Arc::new(session), rx, record.owner.clone())
             else {
@@ -541,10 +541,10 @@ async fn find_session(
 }
 
 /// A random start for a session copy's request ids: far apart on every node.
-fn random_id_base() -> i64 {
+fn random_id_base() -> Result<i64, crate::util::random::Unavailable> {
     let mut bytes = [0u8; 4];
-    let _ = getrandom::fill(&mut bytes);
-    i64::from(u32::from_le_bytes(bytes)) << 20
+    crate::util::random::fill(&mut bytes)?;
+    Ok(i64::from(u32::from_le_bytes(bytes)) << 20)
 }
 
 /// Applies `change` to the newest shared record of `session` (read again and re-applied when
@@ -591,9 +591,13 @@ async fn initialize(
             Ok(opened) => opened,
             Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
         };
-    let Some(entry) = shared.sessions.insert(session, rx, caller.as_ref().map(Identity::account)) else {
-        let e = ErrorObject::internal("too many sessions: try again later");
-        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
+    let entry = match shared.sessions.insert(session, rx, caller.as_ref().map(Identity::account)) {
+        Ok(Some(entry)) => entry,
+        Ok(None) => {
+            let e = ErrorObject::internal("too many sessions: try again later");
+            return rpc_error(StatusCode::SERVICE_UNAVAILABLE, Some(id), e);
+        }
+        Err(no_random) => return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, Some(id), no_random.into()),
     };
     if let Err(e) = save_session(shared, &entry).await {
         shared.sessions.forget(&entry.id);
@@ -609,91 +613,6 @@ async fn initialize(
     r
 }
 
-/// What the request-metadata headers are compared with: the body's protocol version and the
-/// field `Mcp-Name` mirrors. Read without building a tree of the arguments (most requests);
-/// `None` when the params are not a plain object of unique keys, which the full parse judges.
-/// The `_meta` read on the way is kept for admitting the request.
-struct HeaderFields<'a> {
-    meta: Option<era::RequestMeta<'a>>,
-    version: Option<std::borrow::Cow<'a, str>>,
-    name: Option<std::borrow::Cow<'a, str>>,
-    uri: Option<std::borrow::Cow<'a, str>>,
-    task_id: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl<'a> HeaderFields<'a> {
-    fn read(params: Option<&'a RawValue>) -> Option<HeaderFields<'a>> {
-        #[derive(serde::Deserialize)]
-        struct Fields<'a> {
-            #[serde(rename = "_meta", borrow, default)]
-            meta: Option<&'a RawValue>,
-            #[serde(borrow, default)]
-            name: Option<&'a RawValue>,
-            #[serde(borrow, default)]
-            uri: Option<&'a RawValue>,
-            #[serde(rename = "taskId", borrow, default)]
-            task_id: Option<&'a RawValue>,
-        }
-        let Some(params) = params else {
-            return Some(HeaderFields { meta: None, version: None, name: None, uri: None, task_id: None });
-        };
-        let text = params.get();
-        if !text.trim_start().starts_with('{') {
-            return None;
-        }
-        // A string stays a string (borrowed when it has no escapes); any other value reads as
-        // absent, as `Value::as_str` would.
-        let string = |raw: Option<&'a RawValue>| {
-            let text = raw?.get();
-            match serde_json::from_str::<&'a str>(text) {
-                Ok(borrowed) => Some(std::borrow::Cow::Borrowed(borrowed)),
-                Err(_) => serde_json::from_str::<String>(text).ok().map(std::borrow::Cow::Owned),
-            }
-        };
-        let fields: Fields<'a> = serde_json::from_str(text).ok()?;
-        // `_meta` must be an object (a struct would also take an array, by position).
-        let meta: Option<era::RequestMeta<'a>> = match fields.meta.map(|m| m.get()) {
-            None | Some("null") => None,
-            Some(m) if m.trim_start().starts_with('{') => Some(serde_json::from_str(m).ok()?),
-            Some(_) => return None,
-        };
-        let version = string(meta.as_ref().and_then(|m| m.protocol_version()));
-        Some(HeaderFields {
-            meta,
-            version,
-            name: string(fields.name),
-            uri: string(fields.uri),
-            task_id: string(fields.task_id),
-        })
-    }
-
-    /// The field that names what `method` acts on (see [`crate::middleware::Call::name`]).
-    fn named(&self, method: &str) -> Option<&std::borrow::Cow<'a, str>> {
-        match crate::server::middleware::named_field(method)? {
-            "name" => self.name.as_ref(),
-            "uri" => self.uri.as_ref(),
-            _ => self.task_id.as_ref(),
-        }
-    }
-
-    /// The same fields from the whole params (when the light read could not judge them).
-    fn from_tree(body: &Value) -> HeaderFields<'static> {
-        let string = |v: &Value| v.as_str().map(|s| std::borrow::Cow::Owned(s.to_owned()));
-        HeaderFields {
-            meta: None,
-            version: string(&body["_meta"][meta::PROTOCOL_VERSION]),
-            name: string(&body["name"]),
-            uri: string(&body["uri"]),
-            task_id: string(&body["taskId"]),
-        }
-    }
-}
-
-/// The whole params as a tree (`Null` when absent or not JSON).
-fn params_tree(params: Option<&RawValue>) -> Value {
-    params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or(Value::Null)
-}
-
 /// 2026-07-28: the request-metadata headers must be present and match the body, and arguments
 /// annotated `x-mcp-header` must be mirrored in `Mcp-Param-*`.
 fn check_modern_headers(
@@ -701,15 +620,16 @@ fn check_modern_headers(
     headers: &HeaderMap,
     method: &str,
     params: Option<&RawValue>,
-    fields: &HeaderFields<'_>,
+    head: &ParamsHead<'_>,
 ) -> Result<(), ErrorObject> {
-    check_metadata_headers(headers, method, fields)?;
-    check_param_headers(router, headers, method, fields.name.as_deref(), params)
+    check_metadata_headers(headers, method, head)?;
+    check_param_headers(router, headers, method, head.name().as_deref(), params)
 }
 
-fn check_metadata_headers(headers: &HeaderMap, method: &str, body: &HeaderFields<'_>) -> Result<(), ErrorObject> {
+fn check_metadata_headers(headers: &HeaderMap, method: &str, body: &ParamsHead<'_>) -> Result<(), ErrorObject> {
     let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
-    let version = body.version.as_deref().unwrap_or("");
+    let version = body.version();
+    let version = version.as_deref().unwrap_or("");
     match header(headers, "mcp-protocol-version") {
         Some(h) if h == version => {}
         Some(h) => return Err(mismatch(format!("MCP-Protocol-Version header {h:?} does not match body {version:?}"))),
@@ -721,9 +641,9 @@ fn check_metadata_headers(headers: &HeaderMap, method: &str, body: &HeaderFields
         None => return Err(mismatch("the Mcp-Method header is required".into())),
     }
     let mirrored = match method {
-        "tools/call" | "prompts/get" => Some(&body.name),
-        "resources/read" => Some(&body.uri),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(&body.task_id),
+        "tools/call" | "prompts/get" => Some(body.name()),
+        "resources/read" => Some(body.uri()),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(body.task_id()),
         _ => None,
     };
     if let Some(field) = mirrored {
@@ -741,7 +661,7 @@ fn check_metadata_headers(headers: &HeaderMap, method: &str, body: &HeaderFields
 }
 
 /// `tools/call`: arguments annotated `x-mcp-header` must be mirrored, equal, in `Mcp-Param-*`.
-/// The arguments are parsed only for a tool that has such arguments.
+/// Only for a tool that has such arguments are they read, and then only those (no tree).
 fn check_param_headers(
     router: &crate::server::Router,
     headers: &HeaderMap,
@@ -754,27 +674,28 @@ fn check_param_headers(
     if annotated.is_empty() {
         return Ok(());
     }
-    let body = params_tree(params);
+    let wanted: Vec<&str> = annotated.iter().map(|(arg, _, _)| arg.as_str()).collect();
+    let values = picked::arguments(params, &wanted)?;
     let mismatch = |what: String| ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {what}"));
-    for (arg, suffix, kind) in annotated {
+    for ((arg, suffix, kind), value) in annotated.iter().zip(values) {
         let header_name = format!("mcp-param-{}", suffix.to_ascii_lowercase());
-        let value = &body["arguments"][&arg];
         let present = headers.get(&header_name);
         match (value, present) {
-            (Value::Null, None) => {}
-            (Value::Null, Some(_)) => {
+            (None, None) => {}
+            (None, Some(_)) => {
                 return Err(mismatch(format!("Mcp-Param-{suffix} is set but {arg} is absent from the body")))
             }
-            (_, None) => {
+            (Some(_), None) => {
                 return Err(mismatch(format!("the Mcp-Param-{suffix} header is required when {arg} is given")))
             }
-            (value, Some(raw)) => {
+            (Some(value), Some(raw)) => {
                 let raw = raw.to_str().map_err(|_| mismatch(format!("Mcp-Param-{suffix} has invalid characters")))?;
                 let decoded = decode_header_value(raw)
                     .ok_or_else(|| mismatch(format!("Mcp-Param-{suffix} is not valid base64")))?;
-                if !header_matches(&decoded, value, &kind) {
+                if !header_matches(&decoded, value, kind) {
                     return Err(mismatch(format!(
-                        "Mcp-Param-{suffix} value {decoded:?} does not match body value {value}"
+                        "Mcp-Param-{suffix} value {decoded:?} does not match body value {}",
+                        picked::shown(value)
                     )));
                 }
             }
@@ -783,15 +704,106 @@ fn check_param_headers(
     Ok(())
 }
 
-fn header_matches(header: &str, body: &Value, kind: &str) -> bool {
-    match body {
-        Value::String(s) => header == s,
-        Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) if kind == "integer" || kind == "number" => {
-            header.trim().parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(h, b)| (h - b).abs() < 1e-9)
+/// Whether a header's value is the argument `body` (JSON text): a string, a boolean or a number.
+fn header_matches(header: &str, body: &RawValue, kind: &str) -> bool {
+    let text = body.get();
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(text).is_ok_and(|s| header == s),
+        Some(b't' | b'f') => header == text,
+        Some(b'-' | b'0'..=b'9') => {
+            let Ok(n) = serde_json::from_str::<serde_json::Number>(text) else { return false };
+            if kind == "integer" || kind == "number" {
+                header.trim().parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(h, b)| (h - b).abs() < 1e-9)
+            } else {
+                header == n.to_string()
+            }
         }
-        Value::Number(n) => header == n.to_string(),
         _ => false,
+    }
+}
+
+mod picked {
+    //! Some arguments of a `tools/call`, read in place, the others skipped.
+
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use mcp_types::ErrorObject;
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    /// The arguments named in `wanted`, in its order, each as JSON text (`None`: absent or
+    /// `null`). `arguments`, or one of the wanted arguments, given twice is refused.
+    pub(super) fn arguments<'a>(
+        params: Option<&'a RawValue>,
+        wanted: &[&str],
+    ) -> Result<Vec<Option<&'a RawValue>>, ErrorObject> {
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow, default)]
+            arguments: Option<&'a RawValue>,
+        }
+        let refused = |e: serde_json::Error| ErrorObject::invalid_params(format!("invalid params: arguments: {e}"));
+        let none = vec![None; wanted.len()];
+        let Some(params) = params else { return Ok(none) };
+        let Some(arguments) = serde_json::from_str::<Params>(params.get()).map_err(refused)?.arguments else {
+            return Ok(none);
+        };
+        if !arguments.get().starts_with('{') {
+            return Ok(none); // not an object: the tool's schema says so
+        }
+        let mut de = serde_json::Deserializer::from_str(arguments.get());
+        Pick { wanted }.deserialize(&mut de).map_err(refused)
+    }
+
+    /// A value as an error message shows it: its first 60 characters.
+    pub(super) fn shown(value: &RawValue) -> Cow<'_, str> {
+        let text = value.get();
+        match text.char_indices().nth(60) {
+            None => Cow::Borrowed(text),
+            Some((cut, _)) => Cow::Owned(format!("{}…", &text[..cut])),
+        }
+    }
+
+    struct Pick<'w> {
+        wanted: &'w [&'w str],
+    }
+
+    impl<'de> DeserializeSeed<'de> for Pick<'_> {
+        type Value = Vec<Option<&'de RawValue>>;
+
+        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Pick<'_> {
+        type Value = Vec<Option<&'de RawValue>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object of arguments")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = vec![None; self.wanted.len()];
+            let mut seen = vec![false; self.wanted.len()];
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                match self.wanted.iter().position(|w| *w == key) {
+                    Some(i) if seen[i] => {
+                        return Err(serde::de::Error::custom(format_args!("duplicate field `{key}`")))
+                    }
+                    Some(i) => {
+                        seen[i] = true;
+                        let value: &'de RawValue = map.next_value()?;
+                        found[i] = Some(value).filter(|v| v.get() != "null");
+                    }
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(found)
+        }
     }
 }
 
@@ -1034,33 +1046,29 @@ pub(crate) async fn delete(shared: Arc<Shared>, parts: Parts) -> Response<Body> 
 mod tests {
     use super::*;
 
-    /// The light read gives what the whole parse gives, or declines (and the whole parse judges).
+    fn raw(text: &str) -> Box<RawValue> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// The annotated arguments are read in place, whatever the others hold.
     #[test]
-    fn header_fields_read_light_agree_with_the_tree() {
-        let cases = [
-            r#"{"name":"echo","arguments":{"text":"hi","nested":[1,{"name":"inner"}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-            r#"{"name":"\u00e9cho \"q\"","_meta":{"io.modelcontextprotocol/protocolVersion":5}}"#,
-            r#"{"name":7,"uri":"file:///a","taskId":null,"_meta":[]}"#,
-            r#"{"uri":"x","_meta":"2026-07-28"}"#,
-            r#"{"name":"a","name":"b"}"#,
-            r#"["echo"]"#,
-            r#"{}"#,
-        ];
-        for text in cases {
-            let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
-            let tree = HeaderFields::from_tree(&params_tree(Some(&raw)));
-            let Some(light) = HeaderFields::read(Some(&raw)) else {
-                let odd = text.starts_with('[')
-                    || text.contains(r#""name":"a","name""#)
-                    || text.contains(r#""_meta":["#)
-                    || text.contains(r#""_meta":""#);
-                assert!(odd, "declined {text}");
-                continue;
-            };
-            assert_eq!(light.version, tree.version, "{text}");
-            assert_eq!(light.name, tree.name, "{text}");
-            assert_eq!(light.uri, tree.uri, "{text}");
-            assert_eq!(light.task_id, tree.task_id, "{text}");
+    fn picked_arguments_are_read_in_place() {
+        let params = raw(r#"{"name":"t","arguments":{"big":[[[1]]],"region":"eu","n":null,"id":7}}"#);
+        let got = picked::arguments(Some(&params), &["region", "n", "id", "missing"]).unwrap();
+        let texts: Vec<Option<&str>> = got.iter().map(|v| v.map(RawValue::get)).collect();
+        assert_eq!(texts, vec![Some("\"eu\""), None, Some("7"), None]);
+        assert!(header_matches("eu", got[0].unwrap(), "string"));
+        assert!(header_matches("7.0", got[2].unwrap(), "integer"));
+        assert!(!header_matches("7.0", got[2].unwrap(), "string"));
+        for twice in
+            [r#"{"arguments":{"region":"eu","region":"us"}}"#, r#"{"arguments":{"region":null,"region":"us"}}"#]
+        {
+            let e = picked::arguments(Some(&raw(twice)), &["region"]).unwrap_err();
+            assert!(e.message.contains("duplicate field `region`"), "{}", e.message);
         }
+        assert!(picked::arguments(Some(&raw(r#"{"arguments":{},"arguments":{}}"#)), &["region"]).is_err());
+        assert!(picked::arguments(Some(&raw(r#"{"arguments":[1]}"#)), &["a"]).unwrap()[0].is_none());
+        let long = raw(&format!("[{}]", vec!["1"; 100].join(",")));
+        assert_eq!(picked::shown(&long).chars().count(), 61);
     }
 }

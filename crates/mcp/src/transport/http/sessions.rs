@@ -114,14 +114,15 @@ impl SessionTable {
 
     /// Adds a session. When the table is full, the least recently active idle session (nothing
     /// in flight, no open GET stream) is ended to make room: its client gets 404 on its next
-    /// request and initializes again, as the spec says. `None` only when every session is busy.
+    /// request and initializes again, as the spec says. `Ok(None)` only when every session is
+    /// busy; `Err` when no unguessable id can be made.
     pub fn insert(
         &self,
         session: Arc<Session>,
         get_rx: OutboxReceiver,
         owner: Option<String>,
-    ) -> Option<Arc<HttpSession>> {
-        self.insert_with_id(new_session_id(), session, get_rx, owner)
+    ) -> Result<Option<Arc<HttpSession>>, crate::util::random::Unavailable> {
+        Ok(self.insert_with_id(new_session_id()?, session, get_rx, owner))
     }
 
     /// Adds a session under a known id (a copy of one another node created).
@@ -232,8 +233,6 @@ impl SessionTable {
 }
 
 /// 128 random bits, hex: unguessable and visible ASCII.
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+fn new_session_id() -> Result<String, crate::util::random::Unavailable> {
+    crate::util::random::hex(16)
 }
