@@ -114,6 +114,7 @@ async fn client_role() {
 
 /// A client whose collector stalls (or is absent): 300 calls, timed, then the counts said on
 /// stdout as JSON.
+#[allow(clippy::print_stdout)] // the summary is this role's answer to the test
 async fn stalled_client_role() {
     mcp::telemetry::init("otel-test-stalled");
     let command = self_command("stdio-server", "otel-test-stalled-server");

@@ -225,16 +225,14 @@ fn write_metric(page: &mut String, name: &str, unit: &str, description: &str, da
     }
 }
 
-fn write_data<T: Copy>(
+fn write_data<T: Copy + std::fmt::Debug>(
     page: &mut String,
     name: &str,
     unit: &str,
     description: &str,
     data: &MetricData<T>,
     show: impl Fn(&T) -> String,
-) where
-    T: std::fmt::Debug,
-{
+) {
     let help = description.replace('\\', "\\\\").replace('\n', "\\n");
     match data {
         MetricData::Histogram(histogram) => {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp::transport::http::{serve_service, HttpConfig, McpService, SidePage, SideRoutes, WithSideRoutes};
+use mcp::transport::http::{serve_service, HttpConfig, McpService, SidePages, SideRoutes, WithSideRoutes};
 use serde_json::{json, Value};
 
 use crate::http::{rpc, send, Reply, CT, JSON_SSE, QUICK};
@@ -140,7 +140,7 @@ async fn the_line_transport_refuses_a_key_given_twice() {
 /// site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing.
 #[tokio::test]
 async fn side_pages_are_behind_the_host_and_origin_checks() {
-    let pages: Arc<dyn Fn(&str) -> Option<SidePage> + Send + Sync> = Arc::new(|path: &str| match path {
+    let pages: Arc<SidePages> = Arc::new(|path: &str| match path {
         "/metrics" => Some((200, "text/plain", "upstream_up{name=\"private-db\"} 1\n".into())),
         _ => None,
     });
