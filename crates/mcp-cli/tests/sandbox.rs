@@ -380,3 +380,78 @@ fn learn_prints_a_starting_policy_of_what_the_command_used() {
     assert_eq!(policy["sandbox"]["write"], json!([canonical("out")]), "{err}");
     assert_eq!(std::fs::read_to_string(home.path().join("out/f")).unwrap(), "x\n", "never applied: it ran open");
 }
+
+/// A binary of this workspace that `cargo test --workspace` builds beside `mcp` (crm-mcp,
+/// files-mcp); built here when this test runs alone.
+fn workspace_binary(package: &str) -> PathBuf {
+    let path = mcp().with_file_name(package);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let built = Command::new(cargo).args(["build", "-q", "-p", package]).status().unwrap();
+        assert!(built.success(), "cargo build -p {package}");
+    }
+    path
+}
+
+#[test]
+fn crm_mcp_reads_its_sqlite_file_inside_the_default_sandbox_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let crm = workspace_binary("crm-mcp");
+    let db = dir.path().join("crm.sqlite");
+    let made = Command::new(&crm).args(["init", "--db", &format!("sqlite:{}", db.display())]).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    std::fs::write(dir.path().join("beside.txt"), "not granted").unwrap();
+    let before = std::fs::read(&db).unwrap();
+    // The file is named, read-only: not the directory it is in.
+    let servers = json!({"crm": {"command": crm, "args": ["--db", format!("sqlite:{}", db.display())],
+        "sandbox": {"read": [&db]}}});
+    let file = config(dir.path(), servers);
+    let out =
+        run(&["--config", file.to_str().unwrap(), "--server", "crm", "call", "search_customer", "query=山田"], &[]);
+    assert!(out.status.success(), "{}{}", text_of(&out), stderr(&out));
+    assert!(text_of(&out).contains("山田"), "{}", text_of(&out));
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the database file is unchanged");
+    let made_beside: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("crm.sqlite-"))
+        .collect();
+    assert!(made_beside.is_empty(), "no journal or WAL beside it: {made_beside:?}");
+}
+
+#[test]
+fn files_mcp_inside_the_default_sandbox_works_in_its_directory_and_nowhere_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "the notes").unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "one level up").unwrap();
+    let files = workspace_binary("files-mcp");
+    let call = |tool: &str, args: Value| {
+        run(
+            &[
+                "--sandbox",
+                "call",
+                tool,
+                "--args",
+                &args.to_string(),
+                "--",
+                files.to_str().unwrap(),
+                root.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let read = call("read_text_file", json!({"path": root.join("notes.txt")}));
+    assert_eq!(text_of(&read).trim(), "the notes", "{}", stderr(&read));
+    let written = call("write_file", json!({"path": root.join("new.txt"), "content": "made here"}));
+    assert!(written.status.success(), "{}{}", text_of(&written), stderr(&written));
+    assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "made here");
+    // files-mcp refuses a path outside its root itself; a symbolic link inside the root that
+    // points out is followed by nobody: the kernel refuses what files-mcp's own check might miss.
+    std::os::unix::fs::symlink(dir.path().join("outside.txt"), root.join("link.txt")).unwrap();
+    for path in [dir.path().join("outside.txt"), root.join("link.txt")] {
+        let out = call("read_text_file", json!({"path": path}));
+        assert!(!text_of(&out).contains("one level up"), "{} was read: {}", path.display(), text_of(&out));
+    }
+}
