@@ -9,3 +9,12 @@ if ! "$PYFAST" -c 'import fastmcp, mcp.server.fastmcp' 2>/dev/null; then
     "$CACHE/py-fastmcp-2.14.7/bin/pip" install -q --disable-pip-version-check "fastmcp==2.14.7" "mcp==1.30.0" >&2
 fi
 export MCP_TEST_PY_SDK1="$PYFAST"
+
+# opentelemetry-proto 1.45.2: the OpenTelemetry project's own protobuf definitions, with which the
+# telemetry test's OTLP receiver (crates/mcp/tests/otel/receiver.py) decodes what it is sent.
+PYOTEL="$CACHE/py-otel-proto-1.45.2/bin/python"
+if ! "$PYOTEL" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' 2>/dev/null; then
+    python3 -m venv "$CACHE/py-otel-proto-1.45.2" >&2
+    "$CACHE/py-otel-proto-1.45.2/bin/pip" install -q --disable-pip-version-check "opentelemetry-proto==1.45.2" >&2
+fi
+export MCP_TEST_OTEL_PY="$PYOTEL"

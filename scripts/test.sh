@@ -49,10 +49,12 @@ log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
 log "mcp-stack feature by feature: each compiles alone, and the stdio core keeps its layers and its footprint"
-for feature in "" jsonschema http tls auth client cli sqlite redis; do
+for feature in "" jsonschema http tls auth client cli sqlite redis otel; do
     cargo check -p mcp-stack --locked --no-default-features ${feature:+--features "$feature"}
 done
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
+log "OpenTelemetry (feature otel): spans of three processes in one trace, to a real OTLP receiver"
+cargo test -p mcp-stack --locked --features otel --lib --test otel
 # Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
 # whose nested arguments the structural checks judge.
 cargo test -p mcp-bench-small-server --locked

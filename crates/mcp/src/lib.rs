@@ -25,6 +25,8 @@ pub mod net;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;
+#[cfg(feature = "otel")]
+pub mod telemetry;
 #[cfg(feature = "client")]
 pub mod testing;
 pub mod transport;
@@ -57,6 +59,8 @@ pub const FEATURES: &[&str] = &[
     "sqlite",
     #[cfg(feature = "redis")]
     "redis",
+    #[cfg(feature = "otel")]
+    "otel",
 ];
 
 /// Serves `router` as the command line asks: stdio by default, Streamable HTTP with
@@ -71,8 +75,11 @@ pub async fn serve(router: Router) -> std::io::Result<()> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.is_empty() {
         cli::init_logging();
+        cli::init_telemetry();
         util::random::check()?; // ids and keys need it: refused at start, not on a request
-        return transport::stdio::serve(router).await;
+        let served = transport::stdio::serve(router).await;
+        cli::flush_telemetry();
+        return served;
     }
     match cli::parse_plain(&router, args) {
         Ok(serve) => cli::serve(router, &serve).await,

@@ -13,11 +13,15 @@ pub fn init_logging() {
     }
     let level = std::env::var("RUST_LOG").ok().map_or(Some(tracing::Level::WARN), |v| log_level(&v));
     let Some(level) = level else { return };
-    let name = std::env::args_os()
+    let _ = tracing::subscriber::set_global_default(StderrLog { max: level, name: program_name() });
+}
+
+/// The name this program was started as (`mcp` when it cannot be told).
+pub(crate) fn program_name() -> String {
+    std::env::args_os()
         .next()
         .and_then(|p| std::path::Path::new(&p).file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "mcp".into());
-    let _ = tracing::subscriber::set_global_default(StderrLog { max: level, name });
+        .unwrap_or_else(|| "mcp".into())
 }
 
 /// The most verbose level named in a `RUST_LOG` value (`None` for `off`).

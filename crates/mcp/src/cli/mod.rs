@@ -175,25 +175,49 @@ pub async fn serve_with_routes(
     side_routes: Option<crate::transport::http::SideRoutes>,
 ) -> std::io::Result<()> {
     init_logging();
+    init_telemetry();
     // Session and task ids, keys: a server without random bytes refuses to start, saying so.
     crate::util::random::check()?;
-    if args.limits.audit_log.is_none() {
+    if args.limits.audit_log.is_none() && !exports_telemetry() {
         return serve_transport(router, args, side_routes).await;
     }
     // With an audit log, its queue is written out before the process ends, and the lines it
     // dropped are counted on stderr: when the transport ends (stdin closed), or when the process
-    // is told to stop.
+    // is told to stop. So are the spans waiting for export.
     let served = serve_transport(router, args, side_routes);
     let stopped = tokio::select! {
         result = served => Some(result),
         () = stop_signal() => None,
     };
     crate::server::middleware::close_audit_logs();
+    flush_telemetry();
     match stopped {
         Some(result) => result,
         // The transport may hold a blocking read (a terminal's stdin): nothing is left to wait for.
         None => std::process::exit(0),
     }
+}
+
+/// With the `otel` feature, telemetry as the `OTEL_*` variables say (see [`crate::telemetry`]),
+/// the service named after the program; without it, nothing.
+pub fn init_telemetry() {
+    #[cfg(feature = "otel")]
+    crate::telemetry::init(&logging::program_name());
+}
+
+/// Whether spans are exported (and must be flushed before the process ends).
+fn exports_telemetry() -> bool {
+    #[cfg(feature = "otel")]
+    return crate::telemetry::is_tracing();
+    #[cfg(not(feature = "otel"))]
+    false
+}
+
+/// Sends the spans still queued, waiting at most two seconds (a collector that is gone is not
+/// waited for longer).
+pub fn flush_telemetry() {
+    #[cfg(feature = "otel")]
+    crate::telemetry::flush(Duration::from_secs(2));
 }
 
 /// SIGTERM or SIGINT (never, where they cannot be watched).

@@ -122,6 +122,9 @@ pub(crate) struct Core {
     cache_owner: RwLock<super::cache::Owner>,
     /// How the era was decided.
     negotiation: Mutex<super::Negotiation>,
+    /// How the server is reached, as telemetry records it (unset: stdio).
+    #[cfg(feature = "otel")]
+    pub transport: std::sync::OnceLock<crate::telemetry::Transport>,
 }
 
 /// How long a `ping` probe waits: every server answers one (a legacy one with `{}` or a refusal,
@@ -145,6 +148,8 @@ impl Core {
             cache: options.cache.clone().unwrap_or_default(),
             cache_owner: RwLock::new(super::cache::Owner::new("")),
             negotiation: Mutex::new(Default::default()),
+            #[cfg(feature = "otel")]
+            transport: std::sync::OnceLock::new(),
             options,
         })
     }
@@ -386,9 +391,47 @@ impl Core {
         m
     }
 
+    /// Sends a notification (with telemetry, its span's context in its `_meta`).
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        #[cfg(feature = "otel")]
+        let params = {
+            let mut params = params;
+            let version = self.state.read().unwrap().version.clone();
+            let transport = self.transport.get().cloned().unwrap_or_default();
+            super::traced::notification(method, &mut params, &version, &transport);
+            params
+        };
+        let message = match params {
+            Some(params) => json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            None => json!({"jsonrpc": "2.0", "method": method}),
+        };
+        self.send(message).await
+    }
+
     /// Sends one request and waits for its answer, with timeouts; dropping the future cancels.
-    async fn raw(&self, method: &str, mut params: Value, progress: Option<ProgressFn>) -> Result<Value, ErrorObject> {
+    async fn raw(&self, method: &str, params: Value, progress: Option<ProgressFn>) -> Result<Value, ErrorObject> {
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        #[cfg(feature = "otel")]
+        let (op, params) = {
+            let mut params = params;
+            let version = self.state.read().unwrap().version.clone();
+            let transport = self.transport.get().cloned().unwrap_or_default();
+            (super::traced::start(method, &id, &mut params, Some(&version), &transport), params)
+        };
+        let outcome = self.raw_untraced(method, id, params, progress).await;
+        #[cfg(feature = "otel")]
+        super::traced::end(op, &outcome);
+        outcome
+    }
+
+    /// [`Core::raw`] without telemetry.
+    async fn raw_untraced(
+        &self,
+        method: &str,
+        id: RequestId,
+        mut params: Value,
+        progress: Option<ProgressFn>,
+    ) -> Result<Value, ErrorObject> {
         // A progress token only when someone listens: progress also resets the timeout.
         let token = progress.is_some().then(|| format!("p{id}"));
         if let (Some(token), Value::Object(p)) = (&token, &mut params) {
@@ -751,7 +794,7 @@ impl Core {
             s.server_info = serde_json::from_value(result["serverInfo"].clone()).ok();
             s.instructions = result["instructions"].as_str().map(str::to_owned);
         }
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+        self.notify("notifications/initialized", None).await?;
         self.sender()?.after_initialize();
         let logs = self.state.read().unwrap().capabilities.logging.is_some();
         if let Some(level) = self.options.log_level.filter(|_| logs) {

@@ -78,8 +78,21 @@ pub(crate) fn start(core: &Arc<Core>, url: &str) -> Result<(), Error> {
         max_message: core.options.max_message_bytes,
     });
     core.http.store(true, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(feature = "otel")]
+    let _ = core.transport.set(traced_transport(&sender.url));
     core.set_sender(Arc::new(sender));
     Ok(())
+}
+
+/// The server as telemetry records it: HTTP over TCP, the URL's host and port.
+#[cfg(feature = "otel")]
+fn traced_transport(url: &Uri) -> crate::telemetry::Transport {
+    let tls = url.scheme_str() == Some("https");
+    let peer = url.host().map(|host| {
+        let port = url.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        crate::telemetry::Peer::Host(host.trim_start_matches('[').trim_end_matches(']').into(), port)
+    });
+    crate::telemetry::Transport::http("1.1", peer)
 }
 
 /// Why a request could not be sent.

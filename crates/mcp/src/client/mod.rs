@@ -24,6 +24,8 @@ pub mod skills;
 pub mod sse;
 mod stdio;
 pub mod tasks;
+#[cfg(feature = "otel")]
+mod traced;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -477,7 +479,7 @@ impl Client {
 
     /// Sends a notification, e.g. `notifications/roots/list_changed` after the roots changed.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), Error> {
-        self.core.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await
+        self.core.notify(method, Some(params)).await
     }
 
     /// `ping` (legacy servers; a modern server answers `server/discover` instead).

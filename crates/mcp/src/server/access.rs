@@ -140,8 +140,25 @@ impl Router {
     }
 
     /// Runs one admitted request: its scopes checked when it carries an identity, then the
-    /// middleware layers, then its handler (a panic anywhere becomes an internal error).
+    /// middleware layers, then its handler (a panic anywhere becomes an internal error). With
+    /// telemetry, all of it inside the request's SERVER span.
     pub(crate) async fn serve_request(
+        &self,
+        method: &str,
+        raw: RawParams,
+        cx: &RequestContext,
+        modern: bool,
+    ) -> Result<Reply, ErrorObject> {
+        #[cfg(feature = "otel")]
+        let op = super::traced::start(self, method, &raw, cx);
+        let work = self.serve_checked(method, raw, cx, modern);
+        #[cfg(feature = "otel")]
+        let work = super::traced::within(op, work);
+        work.await
+    }
+
+    /// [`Router::serve_request`] without telemetry.
+    async fn serve_checked(
         &self,
         method: &str,
         raw: RawParams,
@@ -171,17 +188,31 @@ impl Router {
         cx: &RequestContext,
         answer: Result<Value, ErrorObject>,
     ) -> Result<Value, ErrorObject> {
+        #[cfg(feature = "otel")]
+        let op = super::traced::start(self, method, &raw, cx);
+        let work = self.serve_answered_untraced(method, raw, cx, answer.map(Reply::from));
+        #[cfg(feature = "otel")]
+        let work = super::traced::within(op, work);
+        work.await.map(Reply::into_value)
+    }
+
+    /// [`Router::serve_answered`] without telemetry.
+    async fn serve_answered_untraced(
+        &self,
+        method: &str,
+        raw: RawParams,
+        cx: &RequestContext,
+        answer: Result<Reply, ErrorObject>,
+    ) -> Result<Reply, ErrorObject> {
         let chain = self.inner.middleware.read().unwrap().clone();
         if chain.is_empty() {
             return answer;
         }
         let call = Call::new(method, raw, cx, false);
-        let answer = answer.map(Reply::from);
         let run = std::panic::AssertUnwindSafe(Box::pin(middleware::run_answered(self, &chain, call, answer)));
         futures_util::FutureExt::catch_unwind(run)
             .await
             .unwrap_or_else(|_| Err(ErrorObject::internal("internal error: a middleware layer panicked")))
-            .map(Reply::into_value)
     }
 
     fn check_scopes(&self, method: &str, raw: &RawParams, cx: &RequestContext) -> Result<(), ErrorObject> {

@@ -50,6 +50,9 @@ pub struct ServeOptions {
     /// Who is at the other end, when a transport authenticated it (the 2024-11-05 HTTP
     /// transport behind a resource server): every request carries it.
     pub caller: Option<crate::server::identity::Identity>,
+    /// How the peer is reached, as telemetry records it (`None`: stdio).
+    #[cfg(feature = "otel")]
+    pub transport: Option<crate::telemetry::Transport>,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +63,8 @@ impl Default for ServeOptions {
             outbox_capacity: 1024,
             shutdown_grace: Duration::from_secs(10),
             caller: None,
+            #[cfg(feature = "otel")]
+            transport: None,
         }
     }
 }
@@ -80,6 +85,10 @@ where
         tasks: JoinSet::new(),
         forwarder: None,
         caller: options.caller.clone(),
+        #[cfg(feature = "otel")]
+        transport: options.transport.clone().unwrap_or_default(),
+        #[cfg(feature = "otel")]
+        session_clock: None,
     };
     let mut lines = LineReader::new(reader, options.max_line);
     let result = conn.read_loop(&mut lines, options.max_in_flight).await;
@@ -97,6 +106,12 @@ struct Connection {
     tasks: JoinSet<Ticket>,
     forwarder: Option<JoinHandle<()>>,
     caller: Option<crate::server::identity::Identity>,
+    /// How the peer is reached (telemetry's words).
+    #[cfg(feature = "otel")]
+    transport: crate::telemetry::Transport,
+    /// The legacy session's lifetime, recorded when the connection ends.
+    #[cfg(feature = "otel")]
+    session_clock: Option<crate::telemetry::Session>,
 }
 
 impl Connection {
@@ -301,6 +316,10 @@ impl Connection {
         if let Some(caller) = &self.caller {
             cx.insert_extension(caller.clone()); // its account is the caller's
         }
+        #[cfg(feature = "otel")]
+        if self.transport.network != "pipe" {
+            cx.set_transport(self.transport.clone());
+        }
         let router = self.router.clone();
         let outbox = self.outbox.clone();
         let ticket = self.inflight.insert(id.clone(), token.clone());
@@ -335,10 +354,14 @@ impl Connection {
             return self.send_error(Some(id), ErrorObject::invalid_request("the session is already initialized")).await;
         }
         let caller = self.caller.clone();
+        #[cfg(feature = "otel")]
+        let transport = self.transport.clone();
         let extend = |cx: &crate::server::RequestContext| {
             if let Some(caller) = caller {
                 cx.insert_extension(caller); // its account is the caller's
             }
+            #[cfg(feature = "otel")]
+            cx.set_transport(transport);
         };
         let opened = era::open_session(&self.router, id.clone(), params, self.outbox.clone(), extend).await;
         let era::Opened { session, result } = match opened {
@@ -346,11 +369,20 @@ impl Connection {
             Err(e) => return self.send_error(Some(id), e).await,
         };
         self.forwarder = Some(tokio::spawn(forward_changes(self.router.clone(), session.clone())));
+        #[cfg(feature = "otel")]
+        {
+            self.session_clock = Some(crate::telemetry::Session::server(&session.version, &self.transport));
+        }
         self.session = Some(session);
         send_response(&self.outbox, &id, Ok(result.into())).await;
     }
 
     fn on_notification(&mut self, method: &str, params: Option<&RawValue>) {
+        #[cfg(feature = "otel")]
+        {
+            let version = self.session.as_ref().map(|s| &*s.version);
+            super::traced::notification(method, params.map(RawValue::get), version, &self.transport);
+        }
         if method == "notifications/roots/list_changed" {
             if let Some(session) = &self.session {
                 session.roots_changed();

@@ -82,6 +82,17 @@ struct Inner {
     extensions: Mutex<http::Extensions>,
     /// A call that may become a task: what ties it to its task once it is one.
     task: Option<Arc<TaskSlot>>,
+    /// The trace context the request carried, and how it came.
+    #[cfg(feature = "otel")]
+    traced: Traced,
+}
+
+/// What telemetry knows of a request: the trace context in its `_meta`, and its transport.
+#[cfg(feature = "otel")]
+#[derive(Debug, Default, Clone)]
+struct Traced {
+    carrier: std::sync::OnceLock<crate::telemetry::Carrier>,
+    transport: std::sync::OnceLock<crate::telemetry::Transport>,
 }
 
 /// Ties the work of a call that may become a task to that task.
@@ -197,8 +208,36 @@ impl RequestContext {
                 input: InputState::default(),
                 extensions: Mutex::new(http::Extensions::new()),
                 task: None,
+                #[cfg(feature = "otel")]
+                traced: Traced::default(),
             }),
         }
+    }
+
+    /// The trace context the request's `_meta` carried (read by the era adapter).
+    #[cfg(feature = "otel")]
+    pub(crate) fn set_carrier(&self, carrier: Option<crate::telemetry::Carrier>) {
+        if let Some(carrier) = carrier {
+            let _ = self.inner.traced.carrier.set(carrier);
+        }
+    }
+
+    /// [`RequestContext::set_carrier`]'s.
+    #[cfg(feature = "otel")]
+    pub(crate) fn carrier(&self) -> Option<&crate::telemetry::Carrier> {
+        self.inner.traced.carrier.get()
+    }
+
+    /// How the request came (set by its transport; stdio when unset).
+    #[cfg(feature = "otel")]
+    pub(crate) fn set_transport(&self, transport: crate::telemetry::Transport) {
+        let _ = self.inner.traced.transport.set(transport);
+    }
+
+    /// [`RequestContext::set_transport`]'s.
+    #[cfg(feature = "otel")]
+    pub(crate) fn transport(&self) -> Option<&crate::telemetry::Transport> {
+        self.inner.traced.transport.get()
     }
 
     /// The context the work of a call that may become a task runs with: the same request, its
@@ -223,6 +262,8 @@ impl RequestContext {
                 input,
                 extensions: Mutex::new(inner.extensions.lock().unwrap().clone()),
                 task: Some(slot.clone()),
+                #[cfg(feature = "otel")]
+                traced: inner.traced.clone(),
             }),
         };
         (cx, slot)

@@ -67,9 +67,25 @@ pub(crate) struct RequestMeta<'a> {
     log_level: Option<&'a RawValue>,
     #[serde(rename = "progressToken")]
     progress_token: Option<ProgressToken>,
+    /// The trace context (W3C), read only where telemetry is built in.
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    traceparent: Option<&'a RawValue>,
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    tracestate: Option<&'a RawValue>,
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    baggage: Option<&'a RawValue>,
 }
 
 impl<'a> RequestMeta<'a> {
+    /// The trace context the request carries.
+    #[cfg(feature = "otel")]
+    fn carrier(&self) -> Option<crate::telemetry::Carrier> {
+        crate::telemetry::Carrier::from_fields(self.traceparent, self.tracestate, self.baggage)
+    }
+
     /// The protocol version as it was written (a JSON value, a string when well formed).
     pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
         self.protocol_version
@@ -109,6 +125,24 @@ pub(crate) fn admit(
 /// [`admit`] with the params' `_meta` already read (by a transport that read the params' head
 /// for checks of its own, with [`ParamsHead`]).
 pub(crate) fn admit_read(
+    method: &str,
+    id: RequestId,
+    meta: RequestMeta<'_>,
+    session: Option<&Arc<Session>>,
+    outbox: Outbox,
+    cancel: CancellationToken,
+) -> Result<Admitted, ErrorObject> {
+    #[cfg(feature = "otel")]
+    let carrier = meta.carrier();
+    let admitted = admit_either(method, id, meta, session, outbox, cancel);
+    #[cfg(feature = "otel")]
+    if let Ok(admitted) = &admitted {
+        admitted.cx.set_carrier(carrier);
+    }
+    admitted
+}
+
+fn admit_either(
     method: &str,
     id: RequestId,
     meta: RequestMeta<'_>,
@@ -253,6 +287,8 @@ pub(crate) async fn open_session(
     };
     let parts = ContextParts { id, origin, progress_token: None, outbox, cancel: CancellationToken::new() };
     let cx = RequestContext::new(parts);
+    #[cfg(feature = "otel")]
+    cx.set_carrier(params.and_then(|p| crate::telemetry::Carrier::read(p.get())));
     extend(&cx);
     let result =
         router.serve_answered("initialize", crate::engine::raw::RawParams::copied(params), &cx, answer).await?;

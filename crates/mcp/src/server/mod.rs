@@ -41,6 +41,8 @@ pub(crate) mod state;
 pub(crate) mod structural_schema;
 pub mod tasks;
 pub(crate) mod tool;
+#[cfg(feature = "otel")]
+pub(crate) mod traced;
 pub mod uri_template;
 
 use std::sync::{Arc, OnceLock, RwLock};

@@ -1,6 +1,7 @@
 //! The audit log: one JSON line per request, `initialize` included (time, request id, account
-//! and subject, method, name, the client of an `initialize`, duration, outcome, error code), to
-//! stderr or a file. Never the token; the arguments only when asked.
+//! and subject, method, name, the client of an `initialize`, duration, outcome, error code, and
+//! with telemetry the `traceId` and `spanId` of the request's span), to stderr or a file. Never
+//! the token; the arguments only when asked.
 //!
 //! Requests never wait for the log: a line goes into a bounded queue that a thread of its own
 //! writes out (in batches, flushed whenever the queue runs dry). When the destination stalls (a
@@ -321,6 +322,8 @@ struct Known<'a> {
     request_id: &'a mcp_types::RequestId,
     subject: Option<&'a str>,
     time: String,
+    /// The trace and span ids of the request's span (with telemetry).
+    trace: Option<(String, String)>,
 }
 
 fn start_line(call: &Call<'_>, arguments: bool) -> Line {
@@ -347,7 +350,20 @@ fn start_line(call: &Call<'_>, arguments: bool) -> Line {
         request_id: call.request_id(),
         subject: caller.as_ref().map(|c| c.subject()),
         time: iso8601(now_ms()),
+        trace: trace_ids(),
     })
+}
+
+/// The ids of the span the request runs in, so that its line and its trace can be joined.
+#[cfg(feature = "otel")]
+fn trace_ids() -> Option<(String, String)> {
+    crate::telemetry::current_ids()
+}
+
+/// Without telemetry, no span.
+#[cfg(not(feature = "otel"))]
+fn trace_ids() -> Option<(String, String)> {
+    None
 }
 
 impl Line {
@@ -375,10 +391,16 @@ impl Line {
         }
         field(&mut text, "protocolVersion", known.protocol_version);
         field(&mut text, "requestId", known.request_id);
+        if let Some((_, span_id)) = &known.trace {
+            field(&mut text, "spanId", span_id);
+        }
         if let Some(subject) = known.subject {
             field(&mut text, "subject", subject);
         }
         field(&mut text, "time", &known.time);
+        if let Some((trace_id, _)) = &known.trace {
+            field(&mut text, "traceId", trace_id);
+        }
         text.extend_from_slice(b"}\n");
         Line { text, duration_at, outcome_at }
     }
@@ -515,8 +537,17 @@ mod tests {
             request_id: &id,
             subject: Some("alice"),
             time: "2026-12-03T19:31:22.152Z".into(),
+            trace: Some(("4bf92f3577b34da6a3ce929d0e0e4736".into(), "00f067aa0ba902b7".into())),
         };
-        let bare = Known { client: None, client_id: None, name: None, params: None, subject: None, ..full.clone() };
+        let bare = Known {
+            client: None,
+            client_id: None,
+            name: None,
+            params: None,
+            subject: None,
+            trace: None,
+            ..full.clone()
+        };
         for known in [full, bare] {
             for (ms, code, outcome) in [(0.001, None, "ok"), (12.5, Some(-32602), "error"), (3.0, None, "cancelled")] {
                 let mut map = Map::new();
@@ -541,6 +572,10 @@ mod tests {
                 }
                 map.insert("protocolVersion".into(), json!(known.protocol_version));
                 map.insert("requestId".into(), json!(known.request_id));
+                if let Some((trace_id, span_id)) = &known.trace {
+                    map.insert("spanId".into(), json!(span_id));
+                    map.insert("traceId".into(), json!(trace_id));
+                }
                 if let Some(subject) = known.subject {
                     map.insert("subject".into(), json!(subject));
                 }

@@ -97,7 +97,11 @@ pub(crate) async fn start(
     };
     let token = CancellationToken::new();
     let (work_cx, link) = cx.for_task(token.clone());
-    let mut running = tokio::spawn((tool.handler)(input, work_cx));
+    let work = (tool.handler)(input, work_cx);
+    // The work keeps the trace of the call that started it, as a task too.
+    #[cfg(feature = "otel")]
+    let work = opentelemetry::trace::FutureExt::with_current_context(work);
+    let mut running = tokio::spawn(work);
     let cancelled = || Started::Done(Err(ToolError::new("cancelled")));
     match mode {
         Mode::Sync => {

@@ -53,7 +53,12 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity:
     let (client_read, client_write) = tokio::io::split(client);
     let router = shared.router.clone();
     let owner = caller.as_ref().map(crate::server::identity::Identity::account);
-    let options = ServeOptions { caller, ..ServeOptions::default() };
+    let options = ServeOptions {
+        caller,
+        #[cfg(feature = "otel")]
+        transport: Some(crate::telemetry::Transport::http("1.1", None)),
+        ..ServeOptions::default()
+    };
     tokio::spawn(async move {
         let _ = serve_connection(router, server_read, server_write, options).await;
     });

@@ -80,7 +80,16 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             let raw = RawParams::in_body(&body, params);
             let change = super::directory::RecordChange::of(&method, params.map(|p| p.get()));
             let to_save = session.clone().zip(change);
-            let request_parts = RequestParts { headers: &parts.headers, session, caller, peer };
+            #[cfg(feature = "otel")]
+            let transport = traced_transport(&parts, session.as_deref());
+            let request_parts = RequestParts {
+                headers: &parts.headers,
+                session,
+                caller,
+                peer,
+                #[cfg(feature = "otel")]
+                transport,
+            };
             let response = request(&shared, request_parts, id, &method, params, raw).await;
             if let Some((session, change)) = to_save.filter(|(s, c)| c.made_on(&s.session)) {
                 if let Err(e) = share_change(&shared, &session, &change).await {
@@ -90,6 +99,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             response
         }
         Ok(MessageKind::Notification { method, params }) => {
+            #[cfg(feature = "otel")]
+            {
+                let version = session.as_ref().map(|s| s.session.version.as_ref());
+                let transport = traced_transport(&parts, session.as_deref());
+                crate::server::traced::notification(&method, params.map(RawValue::get), version, &transport);
+            }
             if method == "notifications/cancelled" {
                 cancel(&shared, session.as_deref(), params);
             } else if method == "notifications/roots/list_changed" {
@@ -183,6 +198,21 @@ struct RequestParts<'a> {
     session: Option<Arc<HttpSession>>,
     caller: Option<Identity>,
     peer: Option<std::net::IpAddr>,
+    /// The same, as telemetry records it.
+    #[cfg(feature = "otel")]
+    transport: crate::telemetry::Transport,
+}
+
+/// How a request came, in telemetry's words: HTTP's version, the client's address, the legacy
+/// session, the request's own trace context (its `traceparent` header).
+#[cfg(feature = "otel")]
+fn traced_transport(parts: &Parts, session: Option<&HttpSession>) -> crate::telemetry::Transport {
+    use crate::telemetry::{Carrier, Peer, Transport};
+    let peer = parts.extensions.get::<super::PeerAddr>().map(|p| Peer::Socket(p.0));
+    let mut transport = Transport::http(Transport::http_version_of(parts.version), peer);
+    transport.session = session.map(|s| s.id.clone());
+    transport.http_context = Carrier::from_headers(&parts.headers).and_then(|c| c.span_context());
+    transport
 }
 
 async fn request(
@@ -204,6 +234,9 @@ async fn request(
     if method == "initialize" && !modern {
         return initialize(shared, id, params, from).await;
     }
+    #[cfg(feature = "otel")]
+    let RequestParts { headers, session, caller, peer, transport } = from;
+    #[cfg(not(feature = "otel"))]
     let RequestParts { headers, session, caller, peer } = from;
     if modern {
         if let Err(e) = check_modern_headers(&shared.router, headers, method, params, &head) {
@@ -224,7 +257,15 @@ async fn request(
         Err(e) => return rpc_error(StatusCode::OK, Some(id), e),
     };
     let session = if modern { None } else { session };
-    attach_caller(&cx, &shared.config, RequestParts { headers, session: session.clone(), caller, peer });
+    let from = RequestParts {
+        headers,
+        session: session.clone(),
+        caller,
+        peer,
+        #[cfg(feature = "otel")]
+        transport,
+    };
+    attach_caller(&cx, &shared.config, from);
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
@@ -263,7 +304,12 @@ async fn request(
 /// else the configured header, else its legacy session, else its address (an anonymous caller,
 /// who may not list tasks: see [`crate::server::tasks::ANONYMOUS`]).
 fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
+    #[cfg(feature = "otel")]
+    let RequestParts { headers, session, caller, peer, transport } = from;
+    #[cfg(not(feature = "otel"))]
     let RequestParts { headers, session, caller, peer } = from;
+    #[cfg(feature = "otel")]
+    cx.set_transport(transport);
     if let Some(identity) = caller {
         cx.insert_extension(identity); // its account is the caller's
         return;
@@ -859,6 +905,8 @@ async fn batch(
                     session: Some(session.clone()),
                     caller: caller.cloned(),
                     peer: None,
+                    #[cfg(feature = "otel")]
+                    transport: crate::telemetry::Transport::http("1.1", None),
                 };
                 attach_caller(&a.cx, &shared.config, from);
             }

@@ -35,6 +35,9 @@ pub(crate) struct HttpSession {
     owner: Option<String>,
     /// The revision of the shared record this copy matches (clusters only).
     pub rev: AtomicU64,
+    /// Its lifetime, recorded (`mcp.server.session.duration`) when it ends.
+    #[cfg(feature = "otel")]
+    _clock: crate::telemetry::Session,
 }
 
 impl Drop for HttpSession {
@@ -144,6 +147,9 @@ impl SessionTable {
             tracing::debug!("session table full: ended the least recently active idle session");
             map.remove(&victim);
         }
+        #[cfg(feature = "otel")]
+        let clock =
+            crate::telemetry::Session::server(&session.version, &crate::telemetry::Transport::http("1.1", None));
         let entry = Arc::new(HttpSession {
             id: id.clone(),
             session,
@@ -154,6 +160,8 @@ impl SessionTable {
             next_stream: AtomicU64::new(0),
             last_active: AtomicU64::new(self.now_us()),
             get_open: AtomicBool::new(false),
+            #[cfg(feature = "otel")]
+            _clock: clock,
             owner,
             rev: AtomicU64::new(0),
         });

@@ -1,0 +1,85 @@
+//! The server's side of telemetry (feature `otel`): each request runs inside its SERVER span (the
+//! trace context its `_meta` carried as the parent), so that everything it does (the middleware
+//! layers, the audit line, a request a gateway's handler sends on) happens in that span; each
+//! notification the server handles is a span of its own. See [`crate::telemetry::spans`].
+
+use mcp_types::ErrorObject;
+use opentelemetry::trace::FutureExt as _;
+
+use super::context::RequestContext;
+use super::reply::Reply;
+use super::Router;
+use crate::engine::raw::RawParams;
+use crate::telemetry::{Ending, Message, Operation, Transport};
+
+/// stdio, the transport of a request whose transport said nothing.
+fn transport_of(cx: &RequestContext) -> Transport {
+    cx.transport().cloned().unwrap_or_default()
+}
+
+/// Whether the router has the tool or prompt a request names (only those label histograms).
+fn known(router: &Router, method: &str, name: &str) -> bool {
+    let registry = router.inner.registry.read().unwrap();
+    match method {
+        "tools/call" => registry.tools.get(name).is_some(),
+        "prompts/get" => registry.prompts.get(name).is_some(),
+        _ => false,
+    }
+}
+
+/// The span of one request, started.
+pub(crate) fn start(router: &Router, method: &str, raw: &RawParams, cx: &RequestContext) -> Operation {
+    let named = match raw.named() {
+        Some(named) => Some(std::borrow::Cow::Borrowed(named)),
+        None => super::middleware::named_item(method, raw.text()).map(std::borrow::Cow::Owned),
+    };
+    let message = Message {
+        method,
+        target: named.as_deref(),
+        request_id: Some(cx.request_id()),
+        protocol_version: Some(cx.protocol_version()).filter(|v| !v.is_empty()),
+        known_target: named.as_deref().is_some_and(|name| known(router, method, name)),
+        params: if crate::telemetry::config::capture_content() { raw.text() } else { None },
+    };
+    Operation::server(&message, cx.carrier(), &transport_of(cx))
+}
+
+/// How a request's outcome ends its span.
+pub(crate) fn ending(outcome: &Result<Reply, ErrorObject>) -> Ending<'_> {
+    match outcome {
+        Ok(reply) if reply.is_tool_error() => Ending::ToolError,
+        Ok(_) => Ending::Ok,
+        Err(e) => Ending::Error { code: i64::from(e.code.0), message: &e.message },
+    }
+}
+
+/// Ends a request's span with its outcome (and its result, when tool results are recorded).
+pub(crate) fn end(op: Operation, outcome: &Result<Reply, ErrorObject>) {
+    if op.wants_result() {
+        if let Ok(reply) = outcome {
+            op.record_result(&reply.to_value().to_string());
+        }
+    }
+    op.end(ending(outcome));
+}
+
+/// Runs `work` (a request's handling) inside `op`'s span, then ends it.
+pub(crate) async fn within<F>(op: Operation, work: F) -> Result<Reply, ErrorObject>
+where
+    F: std::future::Future<Output = Result<Reply, ErrorObject>>,
+{
+    let outcome = work.with_context(op.context().clone()).await;
+    end(op, &outcome);
+    outcome
+}
+
+/// A notification the server received: a span of its own, ended at once.
+pub(crate) fn notification(method: &str, params: Option<&str>, protocol_version: Option<&str>, transport: &Transport) {
+    let target = match method {
+        "notifications/resources/updated" => super::middleware::named_item("resources/read", params),
+        _ => None,
+    };
+    let message = Message { method, target: target.as_deref(), protocol_version, ..Message::default() };
+    let carrier = params.and_then(crate::telemetry::Carrier::read);
+    Operation::server(&message, carrier.as_ref(), transport).end(Ending::Ok);
+}

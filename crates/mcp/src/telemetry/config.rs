@@ -1,0 +1,138 @@
+//! The standard `OTEL_*` environment variables, read once at [`super::init`].
+//!
+//! - `OTEL_SDK_DISABLED=true`: nothing at all (not even the histograms' OTLP export; the
+//!   Prometheus page still counts).
+//! - `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`: the resource (the service name defaults to
+//!   the program's: `mcp-example`, `mcp gateway`...).
+//! - `OTEL_TRACES_EXPORTER`: `otlp` or `none`. Unset, spans are exported when an OTLP endpoint is
+//!   configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and not
+//!   otherwise: unlike the specification's default (`otlp` to `localhost:4318`), a stdio server a
+//!   desktop host starts sends nothing anywhere unless asked to.
+//! - `OTEL_METRICS_EXPORTER`: the same, for the histograms and counters (every 60 s, or
+//!   `OTEL_METRIC_EXPORT_INTERVAL`); the Prometheus page needs no variable.
+//! - `OTEL_EXPORTER_OTLP_*` (endpoint, headers, timeout, per signal too) are the exporter's own;
+//!   the protocol must be `http/protobuf` (the default), the only one built in.
+//! - `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` are the SDK's (default
+//!   `parentbased_always_on`).
+//! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512),
+//!   `OTEL_BSP_SCHEDULE_DELAY` (5000 ms), `OTEL_BSP_EXPORT_TIMEOUT` (30000 ms): the batch
+//!   processor's bounds.
+//! - `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`: tool arguments and results on the
+//!   `tools/call` spans (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Off by default:
+//!   they may hold secrets and personal data.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+
+static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Whether tool arguments and results go on spans (the GenAI content opt-in).
+pub fn capture_content() -> bool {
+    CAPTURE_CONTENT.load(Ordering::Relaxed)
+}
+
+/// What the environment asks for.
+pub struct Config {
+    /// `OTEL_SDK_DISABLED=true`.
+    pub disabled: bool,
+    /// The service these spans and metrics describe.
+    pub resource: Resource,
+    /// Spans go out, batched so.
+    pub traces: Option<Batch>,
+    /// Metrics go out over OTLP too.
+    pub metrics: bool,
+}
+
+/// The batch span processor's bounds.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Spans waiting at most; past it, ended spans are dropped and counted.
+    pub max_queue: usize,
+    /// Spans per export request at most.
+    pub max_batch: usize,
+    /// How long a span may wait for a full batch.
+    pub delay: Duration,
+    /// How long one export may take (the exporter's own timeout is shorter by default).
+    pub export_timeout: Duration,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            max_queue: 2048,
+            max_batch: 512,
+            delay: Duration::from_secs(5),
+            export_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+fn number(name: &str, default: u64) -> Result<u64, String> {
+    match var(name) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| format!("{name}={v:?} is not a number")),
+    }
+}
+
+/// Whether a signal is exported: `OTEL_{SIGNAL}_EXPORTER`, else whether an endpoint is set.
+fn exported(exporter_var: &str, endpoint_var: &str) -> Result<bool, String> {
+    match var(exporter_var).as_deref() {
+        Some("none") => Ok(false),
+        Some("otlp") => Ok(true),
+        Some("prometheus") if exporter_var == "OTEL_METRICS_EXPORTER" => Ok(false), // the /metrics page
+        Some(other) => Err(format!("{exporter_var}={other:?} is not supported (otlp or none)")),
+        None => Ok(var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() || var(endpoint_var).is_some()),
+    }
+}
+
+/// The protocol of a signal's exporter must be OTLP over HTTP with protobuf.
+fn check_protocol(signal_var: &str) -> Result<(), String> {
+    let protocol = var(signal_var).or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+    match protocol.as_deref() {
+        None | Some("http/protobuf") => Ok(()),
+        Some(other) => Err(format!("OTLP protocol {other:?} is not built in (http/protobuf is)")),
+    }
+}
+
+impl Config {
+    /// Reads the environment; `service` is the service name when it names none.
+    pub fn from_env(service: &str) -> Result<Config, String> {
+        let disabled = var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        CAPTURE_CONTENT.store(
+            var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            Ordering::Relaxed,
+        );
+        let named = var("OTEL_SERVICE_NAME").is_some()
+            || var("OTEL_RESOURCE_ATTRIBUTES")
+                .is_some_and(|a| a.split(',').any(|kv| kv.trim().starts_with("service.name=")));
+        let mut resource = Resource::builder();
+        if !named {
+            resource = resource.with_service_name(service.to_owned());
+        }
+        let traces = if exported("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")? {
+            check_protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")?;
+            let defaults = Batch::default();
+            let max_queue = number("OTEL_BSP_MAX_QUEUE_SIZE", defaults.max_queue as u64)?.max(1) as usize;
+            Some(Batch {
+                max_queue,
+                max_batch: (number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaults.max_batch as u64)?.max(1) as usize)
+                    .min(max_queue),
+                delay: Duration::from_millis(number("OTEL_BSP_SCHEDULE_DELAY", 5000)?),
+                export_timeout: Duration::from_millis(number("OTEL_BSP_EXPORT_TIMEOUT", 30000)?.max(1)),
+            })
+        } else {
+            None
+        };
+        let metrics = exported("OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")?;
+        if metrics {
+            check_protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")?;
+        }
+        Ok(Config { disabled, resource: resource.build(), traces, metrics })
+    }
+}

@@ -1,0 +1,398 @@
+//! OTLP over HTTP with protobuf (the `opentelemetry-otlp` exporter, sending through our hyper
+//! client: the environment's proxies, and TLS when built with `tls`), off the request path.
+//!
+//! An ended span that is sampled goes into a bounded queue ([`Batcher`], `OTEL_BSP_MAX_QUEUE_SIZE`)
+//! with a non-blocking send; one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
+//! whatever came within `OTEL_BSP_SCHEDULE_DELAY`) and exports one batch at a time, each export
+//! bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task, and every export request, runs on a runtime of
+//! its own, on a thread of its own: a server's threads never wait for a collector. When the
+//! collector is slow or gone, the queue fills and the spans that do not fit are dropped, and
+//! counted (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the
+//! collector did not take is counted as failed (`otel.sdk.exporter.span.exported` with the
+//! failure's `error.type`). The first failure in a row is said on stderr, and the recovery.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use opentelemetry::KeyValue;
+use opentelemetry_http::{HttpClient, HttpError, Request, Response};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _, SpanProcessor};
+use tokio::sync::{mpsc, oneshot};
+
+use super::config::{Batch, Config};
+
+/// The largest response body read from a collector.
+const MAX_RESPONSE: usize = 4 * 1024 * 1024;
+
+/// The runtime exports run on: one thread, started on first use, living as long as the process.
+fn runtime() -> &'static tokio::runtime::Handle {
+    static HANDLE: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a telemetry runtime");
+        let handle = runtime.handle().clone();
+        let started = std::thread::Builder::new()
+            .name("mcp-telemetry".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()));
+        if let Err(e) = started {
+            eprintln!("OpenTelemetry: the export thread cannot start ({e}); nothing will be exported");
+        }
+        handle
+    })
+}
+
+/// How an export request reaches the collector: our hyper client, each request spawned on the
+/// export runtime (so the SDK's own threads may await it too), within the exporter's timeout.
+#[derive(Clone)]
+struct Sender {
+    #[cfg(feature = "tls")]
+    client: hyper_util::client::legacy::Client<crate::net::connect::Connector, http_body_util::Full<Bytes>>,
+    #[cfg(not(feature = "tls"))]
+    client: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        http_body_util::Full<Bytes>,
+    >,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("mcp telemetry HTTP client")
+    }
+}
+
+impl Sender {
+    fn new() -> std::io::Result<Sender> {
+        let _inside = runtime().enter(); // the connector's resolver belongs to that runtime
+        #[cfg(feature = "tls")]
+        let connector = crate::net::connect::Connector::new(&[])?;
+        #[cfg(not(feature = "tls"))]
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        let timeout = std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(10));
+        Ok(Sender { client, timeout })
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpClient for Sender {
+    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let (parts, body) = request.into_parts();
+        let request = Request::from_parts(parts, http_body_util::Full::new(body));
+        let client = self.client.clone();
+        let timeout = self.timeout;
+        let sent = runtime().spawn(async move {
+            let exchange = async {
+                let response = client.request(request).await.map_err(|e| e.to_string())?;
+                let (parts, body) = response.into_parts();
+                let body = http_body_util::Limited::new(body, MAX_RESPONSE);
+                let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+                Ok::<_, String>(Response::from_parts(parts, bytes))
+            };
+            match tokio::time::timeout(timeout, exchange).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no answer within {timeout:?}")),
+            }
+        });
+        match sent.await {
+            Ok(result) => result.map_err(HttpError::from),
+            Err(e) => Err(HttpError::from(format!("the export was abandoned: {e}"))),
+        }
+    }
+}
+
+/// What the span pipeline has done (the SDK metrics' numbers).
+#[derive(Default)]
+struct Stats {
+    /// Spans queued for export.
+    queued: AtomicU64,
+    /// Spans dropped because the queue was full.
+    dropped: AtomicU64,
+    /// Spans in the queue now.
+    waiting: AtomicU64,
+    /// The queue's capacity.
+    capacity: AtomicU64,
+    /// Spans the collector took.
+    exported: AtomicU64,
+    /// Spans in batches the collector did not take, by reason.
+    failed: Mutex<Vec<(String, u64)>>,
+    /// Whether the last export failed (failures are said once in a row).
+    failing: AtomicBool,
+}
+
+static STATS: OnceLock<Stats> = OnceLock::new();
+
+fn stats() -> &'static Stats {
+    STATS.get_or_init(Stats::default)
+}
+
+/// Spans dropped so far because the export queue was full.
+pub fn dropped_spans() -> u64 {
+    stats().dropped.load(Ordering::Relaxed)
+}
+
+/// Spans the collector took so far.
+pub fn exported_spans() -> u64 {
+    stats().exported.load(Ordering::Relaxed)
+}
+
+/// Registers the span pipeline's counters on `meter` (observed when read; none while no span
+/// is exported).
+pub(crate) fn register_counters(meter: &opentelemetry::metrics::Meter) {
+    let processor = || {
+        [
+            KeyValue::new("otel.component.type", "batching_span_processor"),
+            KeyValue::new("otel.component.name", "batching_span_processor/0"),
+        ]
+    };
+    let exporter = || {
+        [
+            KeyValue::new("otel.component.type", "otlp_http_span_exporter"),
+            KeyValue::new("otel.component.name", "otlp_http_span_exporter/0"),
+        ]
+    };
+    let _ = meter
+        .u64_observable_counter("otel.sdk.processor.span.processed")
+        .with_unit("{span}")
+        .with_description("The number of spans for which the processing has finished, either successful or failed.")
+        .with_callback(move |observer| {
+            if !super::is_tracing() {
+                return;
+            }
+            let stats = stats();
+            observer.observe(stats.queued.load(Ordering::Relaxed), &processor());
+            let mut dropped = processor().to_vec();
+            dropped.push(KeyValue::new("error.type", "queue_full"));
+            observer.observe(stats.dropped.load(Ordering::Relaxed), &dropped);
+        })
+        .build();
+    let _ = meter
+        .i64_observable_up_down_counter("otel.sdk.processor.span.queue.size")
+        .with_unit("{span}")
+        .with_description("The number of spans in the queue of a given instance of an SDK span processor.")
+        .with_callback(move |observer| {
+            if super::is_tracing() {
+                observer.observe(stats().waiting.load(Ordering::Relaxed) as i64, &processor());
+            }
+        })
+        .build();
+    let _ = meter
+        .i64_observable_up_down_counter("otel.sdk.processor.span.queue.capacity")
+        .with_unit("{span}")
+        .with_description(
+            "The maximum number of spans the queue of a given instance of an SDK span processor can hold.",
+        )
+        .with_callback(move |observer| {
+            if super::is_tracing() {
+                observer.observe(stats().capacity.load(Ordering::Relaxed) as i64, &processor());
+            }
+        })
+        .build();
+    let _ = meter
+        .u64_observable_counter("otel.sdk.exporter.span.exported")
+        .with_unit("{span}")
+        .with_description("The number of spans for which the export has finished, either successful or failed.")
+        .with_callback(move |observer| {
+            if !super::is_tracing() {
+                return;
+            }
+            let stats = stats();
+            observer.observe(stats.exported.load(Ordering::Relaxed), &exporter());
+            for (reason, count) in stats.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                let mut attributes = exporter().to_vec();
+                attributes.push(KeyValue::new("error.type", reason.clone()));
+                observer.observe(*count, &attributes);
+            }
+        })
+        .build();
+}
+
+/// A message to the export task.
+enum Command {
+    /// Export what is queued now, then answer.
+    Flush(oneshot::Sender<()>),
+}
+
+/// The export task's commands (one task per process).
+static COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
+
+/// The batch span processor: a bounded queue in front of the export task.
+#[derive(Debug)]
+struct Batcher {
+    spans: mpsc::Sender<SpanData>,
+    commands: mpsc::Sender<Command>,
+    export_timeout: Duration,
+}
+
+impl SpanProcessor for Batcher {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        let stats = stats();
+        match self.spans.try_send(span) {
+            Ok(()) => {
+                stats.queued.fetch_add(1, Ordering::Relaxed);
+                stats.waiting.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                stats.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        flush_batcher(&self.commands, self.export_timeout)
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        flush_batcher(&self.commands, timeout)
+    }
+}
+
+/// Asks the export task to export what is queued, and waits at most `timeout` (from any thread
+/// but the export thread's).
+fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdkResult {
+    let (done, exported) = oneshot::channel();
+    if commands.try_send(Command::Flush(done)).is_err() {
+        return Err(OTelSdkError::InternalFailure("the export task is busy or gone".into()));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    runtime().spawn(async move {
+        let _ = tx.send(exported.await.is_ok());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(OTelSdkError::InternalFailure("the export task is gone".into())),
+        Err(_) => Err(OTelSdkError::Timeout(timeout)),
+    }
+}
+
+/// The export task: batches from the queue, exported one at a time.
+async fn export_loop(
+    exporter: opentelemetry_otlp::SpanExporter,
+    mut spans: mpsc::Receiver<SpanData>,
+    mut commands: mpsc::Receiver<Command>,
+    batch: Batch,
+) {
+    let mut pending: Vec<SpanData> = Vec::with_capacity(batch.max_batch);
+    loop {
+        let deadline = tokio::time::sleep(batch.delay);
+        tokio::pin!(deadline);
+        let mut flush = None;
+        // Fill a batch until it is full, the delay passed, or a flush is asked for.
+        while pending.len() < batch.max_batch {
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(Command::Flush(done)) => { flush = Some(done); break; }
+                    None => return,
+                },
+                span = spans.recv() => match span {
+                    Some(span) => {
+                        stats().waiting.fetch_sub(1, Ordering::Relaxed);
+                        pending.push(span);
+                    }
+                    None => return,
+                },
+                () = &mut deadline => break,
+            }
+        }
+        export(&exporter, &mut pending, &batch).await;
+        if let Some(done) = flush {
+            // Everything queued before the flush goes out before it is answered.
+            while let Ok(span) = spans.try_recv() {
+                stats().waiting.fetch_sub(1, Ordering::Relaxed);
+                pending.push(span);
+                if pending.len() >= batch.max_batch {
+                    export(&exporter, &mut pending, &batch).await;
+                }
+            }
+            export(&exporter, &mut pending, &batch).await;
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Exports `pending` (emptying it), counting how it went.
+async fn export(exporter: &opentelemetry_otlp::SpanExporter, pending: &mut Vec<SpanData>, batch: &Batch) {
+    if pending.is_empty() {
+        return;
+    }
+    let spans = std::mem::take(pending);
+    let count = spans.len() as u64;
+    let outcome = match tokio::time::timeout(batch.export_timeout, exporter.export(spans)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(("export_failed", e.to_string())),
+        Err(_) => Err(("timeout", format!("no answer within {:?}", batch.export_timeout))),
+    };
+    let stats = stats();
+    match outcome {
+        Ok(()) => {
+            stats.exported.fetch_add(count, Ordering::Relaxed);
+            if stats.failing.swap(false, Ordering::Relaxed) {
+                tracing::warn!("OpenTelemetry: spans are exported again");
+            }
+        }
+        Err((reason, message)) => {
+            let mut failed = stats.failed.lock().unwrap_or_else(|e| e.into_inner());
+            match failed.iter_mut().find(|(r, _)| r == reason) {
+                Some((_, n)) => *n += count,
+                None => failed.push((reason.to_owned(), count)),
+            }
+            if !stats.failing.swap(true, Ordering::Relaxed) {
+                tracing::warn!("OpenTelemetry: {count} spans could not be exported ({message}); later failures are counted, not said");
+            }
+        }
+    }
+}
+
+/// The tracer provider: the OTLP/HTTP span exporter behind the bounded batch processor, the
+/// sampler of `OTEL_TRACES_SAMPLER`, the resource of `config`.
+pub(crate) fn tracer_provider(config: &Config, batch: &Batch) -> Result<SdkTracerProvider, String> {
+    let client = Sender::new().map_err(|e| e.to_string())?;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(client)
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (spans, spans_rx) = mpsc::channel(batch.max_queue);
+    let (commands, commands_rx) = mpsc::channel(16);
+    stats().capacity.store(batch.max_queue as u64, Ordering::Relaxed);
+    let mut exporter = exporter;
+    opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, &config.resource);
+    runtime().spawn(export_loop(exporter, spans_rx, commands_rx, batch.clone()));
+    let _ = COMMANDS.set(commands.clone());
+    let batcher = Batcher { spans, commands, export_timeout: batch.export_timeout };
+    Ok(SdkTracerProvider::builder().with_resource(config.resource.clone()).with_span_processor(batcher).build())
+}
+
+/// The OTLP/HTTP metric exporter (the SDK's periodic reader drives it).
+pub(crate) fn metric_exporter() -> Result<opentelemetry_otlp::MetricExporter, String> {
+    let client = Sender::new().map_err(|e| e.to_string())?;
+    opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_http_client(client)
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Exports what is queued, waiting at most `timeout`.
+pub(crate) fn flush(timeout: Duration) -> OTelSdkResult {
+    match COMMANDS.get() {
+        Some(commands) => flush_batcher(commands, timeout),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,112 @@
+//! OpenTelemetry (feature `otel`): every MCP message in the words of the semantic conventions for
+//! MCP (`docs/gen-ai/mcp.md` of open-telemetry/semantic-conventions-genai, status Development),
+//! on both sides, and the trace context carried from one process to the next.
+//!
+//! - [`spans`]: a SERVER span per message a server handles and a CLIENT span per message a client
+//!   sends, named `{mcp.method.name} {target}`, with the conventions' attributes and `error.type`,
+//!   and the conventions' duration histograms recorded as each ends;
+//! - [`carrier`]: the trace context (`traceparent`, `tracestate`, `baggage`) in `params._meta`;
+//! - [`export`]: OTLP over HTTP with protobuf, off the request path: a bounded queue that a thread
+//!   of its own drains in batches, so a slow or absent collector costs dropped (and counted)
+//!   spans, never a waiting request nor a growing queue;
+//! - [`metrics`]: the instruments, and the Prometheus text page HTTP servers serve at `/metrics`;
+//! - [`config`]: the standard `OTEL_*` environment variables.
+//!
+//! Spans are made only once [`init`] ran (the command line of every server and `mcp` call it)
+//! and found somewhere to send them; before that a message costs one atomic load, and a trace
+//! context that comes in is still passed on to the next hop. The histograms are recorded from the
+//! first message on.
+//!
+//! Arguments, results and tokens are never recorded, unless the standard opt-in for GenAI content
+//! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`) asks for tool arguments and results.
+//! Where this module follows a proposal rather than the released conventions, its item says so
+//! (`server/discover`, `subscriptions/listen`, `mcp.session.id` only before 2026-07-28).
+
+pub mod carrier;
+pub mod config;
+pub mod export;
+pub mod metrics;
+pub mod spans;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub use carrier::Carrier;
+pub use opentelemetry;
+pub use spans::{Ending, Message, Operation, Peer, Session, Transport};
+
+/// What [`init`] set up for spans.
+struct Tracing {
+    tracer: opentelemetry_sdk::trace::SdkTracer,
+}
+
+static TRACING: OnceLock<Tracing> = OnceLock::new();
+
+/// The tracer spans are made with, once [`init`] found an exporter.
+pub(crate) fn tracer() -> Option<&'static opentelemetry_sdk::trace::SdkTracer> {
+    TRACING.get().map(|t| &t.tracer)
+}
+
+/// Whether spans are made (and exported).
+pub fn is_tracing() -> bool {
+    TRACING.get().is_some()
+}
+
+/// Sets telemetry up from the `OTEL_*` environment (see [`config`]) for a process whose service
+/// is called `service` unless `OTEL_SERVICE_NAME` (or `service.name` in
+/// `OTEL_RESOURCE_ATTRIBUTES`) says otherwise: spans exported over OTLP/HTTP when an endpoint is
+/// configured, metrics too when `OTEL_METRICS_EXPORTER` asks, the W3C propagators. Once per
+/// process; later calls do nothing. A configuration that cannot work is said on stderr, and the
+/// process goes on without what it asked for.
+pub fn init(service: &str) {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let config = match config::Config::from_env(service) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("OpenTelemetry: {e}; telemetry stays off");
+                return;
+            }
+        };
+        if config.disabled {
+            return;
+        }
+        opentelemetry::global::set_text_map_propagator(carrier::propagator());
+        metrics::init(&config);
+        if let Some(traces) = &config.traces {
+            match export::tracer_provider(&config, traces) {
+                Ok(provider) => {
+                    use opentelemetry::trace::TracerProvider as _;
+                    let tracer = provider.tracer_with_scope(scope());
+                    opentelemetry::global::set_tracer_provider(provider.clone());
+                    let _ = TRACING.set(Tracing { tracer });
+                }
+                Err(e) => eprintln!("OpenTelemetry: the span exporter cannot start ({e}); spans stay off"),
+            }
+        }
+    });
+}
+
+/// This library as the instrumentation scope of its spans and metrics.
+pub(crate) fn scope() -> opentelemetry::InstrumentationScope {
+    opentelemetry::InstrumentationScope::builder("mcp-stack").with_version(env!("CARGO_PKG_VERSION")).build()
+}
+
+/// Sends what is queued (spans, and metrics when they are exported), waiting at most `timeout`:
+/// what a process does before it exits. Spans that end afterwards are still exported.
+pub fn flush(timeout: Duration) {
+    if TRACING.get().is_some() {
+        let _ = export::flush(timeout);
+    }
+    metrics::flush(timeout);
+}
+
+/// The trace and span ids of the span the current code runs in (the server span of the request
+/// being handled), as lowercase hex: what the audit log writes beside each request.
+pub fn current_ids() -> Option<(String, String)> {
+    use opentelemetry::trace::TraceContextExt as _;
+    let cx = opentelemetry::Context::current();
+    let span = cx.span();
+    let ids = span.span_context();
+    ids.is_valid().then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
+}

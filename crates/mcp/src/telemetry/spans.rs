@@ -1,0 +1,578 @@
+//! One MCP message as the conventions describe it: an [`Operation`] is the SERVER span of a
+//! message a server handles or the CLIENT span of one a client sends (a server's request to its
+//! client is a CLIENT span of the server's, and the client's handling of it a SERVER span), and
+//! the duration its histogram records when it ends.
+//!
+//! - name `{mcp.method.name} {target}`, the target being the tool (`tools/call`) or prompt
+//!   (`prompts/get`) name; the method alone otherwise (a resource URI is not in names: the
+//!   conventions keep it out by default, for cardinality);
+//! - `mcp.method.name`; `jsonrpc.request.id` (a request's, as a string); `gen_ai.tool.name` and
+//!   `gen_ai.operation.name = execute_tool` (`tools/call`), `gen_ai.prompt.name` (`prompts/get`),
+//!   `mcp.resource.uri` (`resources/read`, `resources/subscribe`, `resources/unsubscribe`,
+//!   `notifications/resources/updated`); `mcp.protocol.version`;
+//! - `network.transport` (`pipe` for stdio, `tcp` for HTTP), `network.protocol.name` and
+//!   `.version` over HTTP; `client.address`/`client.port` on a server, `server.address`/
+//!   `server.port` on a client; `mcp.session.id` on a legacy HTTP session only (as the proposed
+//!   text for 2026-07-28, semantic-conventions-genai#437, says it must not be set after it), and
+//!   as a digest of the id: the id itself lets whoever holds it use the session;
+//! - a JSON-RPC error: `error.type` and `rpc.response.status_code`, both the code as a string,
+//!   status ERROR with the error's message; a tool's `isError` result: `error.type = tool_error`,
+//!   status ERROR; a request abandoned before its answer (cancelled, its connection gone):
+//!   `error.type = cancelled`, which the conventions leave to instrumentations;
+//! - the 2026-07-28 methods (`server/discover`, `subscriptions/listen`, `tasks/*`...) as the
+//!   open proposal for them names them (semantic-conventions-genai#437, PR #480): their own names
+//!   in `mcp.method.name`.
+//!
+//! The histograms (`mcp.{server,client}.operation.duration`) take the same attributes but the
+//! high-cardinality ones (ids, addresses, URIs, sessions); a method this library does not know
+//! counts as `_OTHER`, and on a server a tool or prompt it does not have is left out, so that a
+//! peer cannot grow them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcp_types::RequestId;
+use opentelemetry::trace::{Link, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::{Context, KeyValue};
+
+use super::metrics::{self, Side};
+
+/// Names, URIs and methods longer than this are cut in spans.
+const MAX_TEXT: usize = 256;
+/// Tool arguments and results longer than this (opted in) are not recorded.
+const MAX_CONTENT: usize = 64 * 1024;
+
+/// One message, as its span and metric describe it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Message<'a> {
+    /// The JSON-RPC method.
+    pub method: &'a str,
+    /// What it names: the tool of `tools/call`, the prompt of `prompts/get`, the URI of
+    /// `resources/read` (and subscriptions, and `notifications/resources/updated`).
+    pub target: Option<&'a str>,
+    /// A request's id; `None` for a notification.
+    pub request_id: Option<&'a RequestId>,
+    /// The protocol version the message was sent in.
+    pub protocol_version: Option<&'a str>,
+    /// Whether the target may label the histogram (a tool or prompt this server has, or a name
+    /// this client chose); a peer's unknown names are left out of it.
+    pub known_target: bool,
+    /// The params as JSON text, when tool arguments may be recorded (the opt-in).
+    pub params: Option<&'a str>,
+}
+
+/// The other end of a connection.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    /// An address (a server's client).
+    Socket(SocketAddr),
+    /// A host name or address and a port (a client's server, as its URL names it).
+    Host(Arc<str>, u16),
+}
+
+/// How messages travel, as the conventions' "Recording MCP transport" table says.
+#[derive(Debug, Clone)]
+pub struct Transport {
+    /// `network.transport`: `pipe` (stdio) or `tcp` (HTTP).
+    pub network: &'static str,
+    /// `network.protocol.version` of HTTP (`1.1`, `2`); `None`: not HTTP.
+    pub http_version: Option<&'static str>,
+    /// The other end.
+    pub peer: Option<Peer>,
+    /// A legacy HTTP session's id (recorded as a digest).
+    pub session: Option<Arc<str>>,
+    /// The HTTP request's own trace context (its `traceparent` header): the parent of a server
+    /// span whose message carries none, else linked from it.
+    pub http_context: Option<SpanContext>,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport::pipe()
+    }
+}
+
+impl Transport {
+    /// stdio.
+    pub fn pipe() -> Transport {
+        Transport { network: "pipe", http_version: None, peer: None, session: None, http_context: None }
+    }
+
+    /// HTTP over TCP, version `version` (`"1.1"`).
+    pub fn http(version: &'static str, peer: Option<Peer>) -> Transport {
+        Transport { network: "tcp", http_version: Some(version), peer, session: None, http_context: None }
+    }
+
+    /// The HTTP version of a request, as `network.protocol.version` writes it.
+    pub fn http_version_of(version: http::Version) -> &'static str {
+        match version {
+            http::Version::HTTP_09 => "0.9",
+            http::Version::HTTP_10 => "1.0",
+            http::Version::HTTP_2 => "2",
+            http::Version::HTTP_3 => "3",
+            _ => "1.1",
+        }
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy)]
+pub enum Ending<'a> {
+    /// A result (or, for a notification, sent or handled).
+    Ok,
+    /// A `tools/call` result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error.
+    Error {
+        /// Its code.
+        code: i64,
+        /// Its message (the span status's description).
+        message: &'a str,
+    },
+    /// No answer: cancelled, or its connection ended first.
+    Cancelled,
+}
+
+/// A message's span (when spans are made) and its duration, from start to [`Operation::end`]; one
+/// dropped before that ends as [`Ending::Cancelled`].
+#[must_use = "an operation is recorded when it ends"]
+pub struct Operation {
+    side: Side,
+    cx: Context,
+    recording: bool,
+    started: Instant,
+    method: &'static str,
+    target: Option<(TargetKind, String)>,
+    protocol_version: Option<String>,
+    network: &'static str,
+    http_version: Option<&'static str>,
+    server: Option<(Arc<str>, u16)>,
+    content: bool,
+    ended: bool,
+}
+
+/// What a message's target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TargetKind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+fn target_kind(method: &str) -> Option<TargetKind> {
+    match method {
+        "tools/call" => Some(TargetKind::Tool),
+        "prompts/get" => Some(TargetKind::Prompt),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" | "notifications/resources/updated" => {
+            Some(TargetKind::Resource)
+        }
+        _ => None,
+    }
+}
+
+/// The methods the conventions list, and those of the 2026-07-28 revision and its extensions
+/// (named as the proposal for it names them): their names label histograms; any other is
+/// `_OTHER` there.
+pub(crate) fn known_method(method: &str) -> Option<&'static str> {
+    const KNOWN: &[&str] = &[
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "resources/directory/read",
+        "completion/complete",
+        "logging/setLevel",
+        "roots/list",
+        "sampling/createMessage",
+        "elicitation/create",
+        "server/discover",
+        "subscriptions/listen",
+        "tasks/get",
+        "tasks/list",
+        "tasks/cancel",
+        "tasks/result",
+        "tasks/update",
+        "skills/list",
+        "skills/get",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/message",
+        "notifications/roots/list_changed",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/subscriptions/acknowledged",
+        "notifications/tasks/status",
+        "notifications/tasks",
+        "notifications/elicitation/complete",
+    ];
+    KNOWN.iter().find(|m| **m == method).copied()
+}
+
+/// `text` cut to [`MAX_TEXT`] bytes (at a character boundary).
+fn cut(text: &str) -> String {
+    if text.len() <= MAX_TEXT {
+        return text.to_owned();
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The span's name: `{method} {target}` for a tool or prompt, else the method.
+fn span_name(method: &str, kind: Option<TargetKind>, target: Option<&str>) -> std::borrow::Cow<'static, str> {
+    match (kind, target) {
+        (Some(TargetKind::Tool | TargetKind::Prompt), Some(target)) => {
+            format!("{} {}", cut(method), cut(target)).into()
+        }
+        _ => match known_method(method) {
+            Some(known) => known.into(),
+            None => cut(method).into(),
+        },
+    }
+}
+
+/// A request id as `jsonrpc.request.id` writes it.
+fn id_text(id: &RequestId) -> String {
+    match id {
+        RequestId::String(s) => cut(s),
+        other => other.to_string(),
+    }
+}
+
+/// The `mcp.session.id` of a legacy session: the first 16 bytes of the SHA-256 of its id, in hex.
+fn session_digest(id: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(id.as_bytes())[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `arguments` of a `tools/call`'s params, as JSON text.
+fn tool_arguments(params: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        arguments: Option<&'a serde_json::value::RawValue>,
+    }
+    let arguments = serde_json::from_str::<Params<'_>>(params).ok()?.arguments?.get();
+    (arguments.len() <= MAX_CONTENT).then(|| arguments.to_owned())
+}
+
+impl Operation {
+    /// The SERVER span of a message the server received, its parent the trace context the
+    /// message carried (else the HTTP request's own, which is otherwise linked).
+    pub fn server(message: &Message<'_>, carrier: Option<&super::Carrier>, transport: &Transport) -> Operation {
+        let remote = carrier.map(|c| c.context());
+        let remote = remote.filter(|cx| cx.span().span_context().is_valid());
+        let (parent, link) = match (remote, &transport.http_context) {
+            (Some(remote), link) => {
+                let own = remote.span().span_context().clone();
+                (remote, link.clone().filter(|l| l.span_id() != own.span_id()))
+            }
+            (None, Some(http)) => (Context::new().with_remote_span_context(http.clone()), None),
+            (None, None) => (Context::new(), None),
+        };
+        Operation::start(Side::Server, message, transport, parent, link)
+    }
+
+    /// The CLIENT span of a message this process sends, a child of the span it runs in.
+    pub fn client(message: &Message<'_>, transport: &Transport) -> Operation {
+        Operation::start(Side::Client, message, transport, Context::current(), None)
+    }
+
+    fn start(
+        side: Side,
+        message: &Message<'_>,
+        transport: &Transport,
+        parent: Context,
+        link: Option<SpanContext>,
+    ) -> Operation {
+        let kind = target_kind(message.method);
+        let mut op = Operation {
+            side,
+            cx: parent,
+            recording: false,
+            started: Instant::now(),
+            method: known_method(message.method).unwrap_or("_OTHER"),
+            target: None,
+            protocol_version: message.protocol_version.map(str::to_owned),
+            network: transport.network,
+            http_version: transport.http_version,
+            server: match (&transport.peer, side) {
+                (Some(Peer::Host(host, port)), Side::Client) => Some((host.clone(), *port)),
+                _ => None,
+            },
+            content: false,
+            ended: false,
+        };
+        if let (Some(kind @ (TargetKind::Tool | TargetKind::Prompt)), Some(target), true) =
+            (kind, message.target, message.known_target)
+        {
+            op.target = Some((kind, cut(target)));
+        }
+        let Some(tracer) = super::tracer() else {
+            return op; // no span: the parent context is passed on as it is
+        };
+        let mut builder = tracer
+            .span_builder(span_name(message.method, kind, message.target))
+            .with_kind(if side == Side::Server { SpanKind::Server } else { SpanKind::Client });
+        if let Some(link) = link {
+            builder = builder.with_links(vec![Link::with_context(link)]);
+        }
+        let span = builder.start_with_context(tracer, &op.cx);
+        op.recording = opentelemetry::trace::Span::is_recording(&span);
+        op.cx = op.cx.with_span(span);
+        if op.recording {
+            let attributes = span_attributes(side, message, kind, transport);
+            op.cx.span().set_attributes(attributes);
+            if kind == Some(TargetKind::Tool) && super::config::capture_content() {
+                op.content = true;
+                if let Some(arguments) = message.params.and_then(tool_arguments) {
+                    op.cx.span().set_attribute(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+                }
+            }
+        }
+        op
+    }
+
+    /// The context the message's handling (or sending) runs in: its span, and the baggage it
+    /// carried. A client sending from inside it makes its own span a child of this one.
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+
+    /// Writes the operation's trace context into the `_meta` of the message it sends.
+    pub fn inject(&self, meta: &mut serde_json::Map<String, serde_json::Value>) {
+        super::carrier::inject(&self.cx, meta);
+    }
+
+    /// Whether the tool's result should be given to [`Operation::record_result`] (the opt-in
+    /// is on, and the span records).
+    pub fn wants_result(&self) -> bool {
+        self.content
+    }
+
+    /// Records a tool call's result (JSON text), when [`Operation::wants_result`].
+    pub fn record_result(&self, result: &str) {
+        if self.content && result.len() <= MAX_CONTENT {
+            self.cx.span().set_attribute(KeyValue::new("gen_ai.tool.call.result", result.to_owned()));
+        }
+    }
+
+    /// Ends the span and records the duration.
+    pub fn end(mut self, ending: Ending<'_>) {
+        self.finish(ending);
+    }
+
+    fn finish(&mut self, ending: Ending<'_>) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        let error = error_type(&ending);
+        if self.recording {
+            let span = self.cx.span();
+            if let Some((error_type, code)) = &error {
+                span.set_attribute(KeyValue::new("error.type", error_type.clone()));
+                if let Some(code) = code {
+                    span.set_attribute(KeyValue::new("rpc.response.status_code", code.clone()));
+                }
+            }
+            match ending {
+                Ending::Error { message, .. } => span.set_status(Status::error(cut(message))),
+                Ending::ToolError | Ending::Cancelled => span.set_status(Status::error("")),
+                Ending::Ok => {}
+            }
+            span.end();
+        }
+        metrics::operation(self.side, seconds, &self.metric_attributes(error));
+    }
+
+    /// The histogram's attributes: the low-cardinality ones.
+    fn metric_attributes(&self, error: Option<(String, Option<String>)>) -> Vec<KeyValue> {
+        let mut attributes = Vec::with_capacity(9);
+        attributes.push(KeyValue::new("mcp.method.name", self.method));
+        match &self.target {
+            Some((TargetKind::Tool, name)) => {
+                attributes.push(KeyValue::new("gen_ai.tool.name", name.clone()));
+                attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+            }
+            Some((TargetKind::Prompt, name)) => attributes.push(KeyValue::new("gen_ai.prompt.name", name.clone())),
+            _ if self.method == "tools/call" => attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool")),
+            _ => {}
+        }
+        if let Some(version) = &self.protocol_version {
+            attributes.push(KeyValue::new("mcp.protocol.version", version.clone()));
+        }
+        attributes.push(KeyValue::new("network.transport", self.network));
+        if let Some(version) = self.http_version {
+            attributes.push(KeyValue::new("network.protocol.name", "http"));
+            attributes.push(KeyValue::new("network.protocol.version", version));
+        }
+        if let Some((host, port)) = &self.server {
+            attributes.push(KeyValue::new("server.address", host.clone()));
+            attributes.push(KeyValue::new("server.port", i64::from(*port)));
+        }
+        if let Some((error_type, code)) = error {
+            attributes.push(KeyValue::new("error.type", error_type));
+            if let Some(code) = code {
+                attributes.push(KeyValue::new("rpc.response.status_code", code));
+            }
+        }
+        attributes
+    }
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        self.finish(Ending::Cancelled);
+    }
+}
+
+/// `error.type` and `rpc.response.status_code` of an ending.
+fn error_type(ending: &Ending<'_>) -> Option<(String, Option<String>)> {
+    match ending {
+        Ending::Ok => None,
+        Ending::ToolError => Some(("tool_error".into(), None)),
+        Ending::Cancelled => Some(("cancelled".into(), None)),
+        Ending::Error { code, .. } => Some((code.to_string(), Some(code.to_string()))),
+    }
+}
+
+/// A span's attributes (those known when it starts).
+fn span_attributes(
+    side: Side,
+    message: &Message<'_>,
+    kind: Option<TargetKind>,
+    transport: &Transport,
+) -> Vec<KeyValue> {
+    let mut attributes = Vec::with_capacity(12);
+    attributes.push(KeyValue::new("mcp.method.name", cut(message.method)));
+    if let Some(id) = message.request_id {
+        attributes.push(KeyValue::new("jsonrpc.request.id", id_text(id)));
+    }
+    match (kind, message.target) {
+        (Some(TargetKind::Tool), Some(name)) => {
+            attributes.push(KeyValue::new("gen_ai.tool.name", cut(name)));
+            attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        (Some(TargetKind::Tool), None) => attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool")),
+        (Some(TargetKind::Prompt), Some(name)) => attributes.push(KeyValue::new("gen_ai.prompt.name", cut(name))),
+        (Some(TargetKind::Resource), Some(uri)) => attributes.push(KeyValue::new("mcp.resource.uri", cut(uri))),
+        _ => {}
+    }
+    if let Some(version) = message.protocol_version {
+        attributes.push(KeyValue::new("mcp.protocol.version", cut(version)));
+    }
+    attributes.push(KeyValue::new("network.transport", transport.network));
+    if let Some(version) = transport.http_version {
+        attributes.push(KeyValue::new("network.protocol.name", "http"));
+        attributes.push(KeyValue::new("network.protocol.version", version));
+    }
+    let (address, port) = match side {
+        Side::Server => ("client.address", "client.port"),
+        Side::Client => ("server.address", "server.port"),
+    };
+    match &transport.peer {
+        Some(Peer::Socket(socket)) => {
+            attributes.push(KeyValue::new(address, socket.ip().to_string()));
+            attributes.push(KeyValue::new(port, i64::from(socket.port())));
+        }
+        Some(Peer::Host(host, number)) => {
+            attributes.push(KeyValue::new(address, host.to_string()));
+            attributes.push(KeyValue::new(port, i64::from(*number)));
+        }
+        None => {}
+    }
+    let legacy = message.protocol_version.is_none_or(|v| v < "2026-07-28");
+    if let (Some(session), true) = (&transport.session, legacy) {
+        attributes.push(KeyValue::new("mcp.session.id", session_digest(session)));
+    }
+    attributes
+}
+
+/// A legacy session's (or a client connection's) lifetime, recorded as
+/// `mcp.{server,client}.session.duration` when dropped.
+pub struct Session {
+    side: Side,
+    started: Instant,
+    attributes: Vec<KeyValue>,
+}
+
+impl Session {
+    /// A server's session, opened now in `protocol_version` over `transport`.
+    pub fn server(protocol_version: &str, transport: &Transport) -> Session {
+        Session::start(Side::Server, protocol_version, transport)
+    }
+
+    /// A client's connection, opened now.
+    pub fn client(protocol_version: &str, transport: &Transport) -> Session {
+        Session::start(Side::Client, protocol_version, transport)
+    }
+
+    fn start(side: Side, protocol_version: &str, transport: &Transport) -> Session {
+        let mut attributes = vec![
+            KeyValue::new("mcp.protocol.version", cut(protocol_version)),
+            KeyValue::new("network.transport", transport.network),
+        ];
+        if let Some(version) = transport.http_version {
+            attributes.push(KeyValue::new("network.protocol.name", "http"));
+            attributes.push(KeyValue::new("network.protocol.version", version));
+        }
+        if let (Side::Client, Some(Peer::Host(host, port))) = (side, &transport.peer) {
+            attributes.push(KeyValue::new("server.address", host.to_string()));
+            attributes.push(KeyValue::new("server.port", i64::from(*port)));
+        }
+        Session { side, started: Instant::now(), attributes }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        metrics::session(self.side, self.started.elapsed().as_secs_f64(), &self.attributes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_metric_labels_follow_the_conventions() {
+        assert_eq!(span_name("tools/call", Some(TargetKind::Tool), Some("echo")), "tools/call echo");
+        assert_eq!(span_name("prompts/get", Some(TargetKind::Prompt), Some("greet")), "prompts/get greet");
+        assert_eq!(span_name("resources/read", Some(TargetKind::Resource), Some("file:///a")), "resources/read");
+        assert_eq!(span_name("server/discover", None, None), "server/discover");
+        assert_eq!(known_method("x/unheard-of"), None);
+        assert_eq!(id_text(&RequestId::Number(10)), "10");
+        assert_eq!(id_text(&RequestId::String("request-7".into())), "request-7");
+        assert_eq!(
+            error_type(&Ending::Error { code: -32602, message: "x" }),
+            Some(("-32602".into(), Some("-32602".into())))
+        );
+        assert_eq!(error_type(&Ending::ToolError), Some(("tool_error".into(), None)));
+        assert_eq!(session_digest("abc").len(), 32);
+        let long = "é".repeat(200);
+        assert!(cut(&long).len() <= MAX_TEXT + '…'.len_utf8());
+    }
+
+    #[test]
+    fn only_the_arguments_are_taken_from_the_params() {
+        assert_eq!(
+            tool_arguments(r#"{"name":"echo","arguments":{"text":"hi"},"_meta":{}}"#).as_deref(),
+            Some(r#"{"text":"hi"}"#)
+        );
+        assert_eq!(tool_arguments(r#"{"name":"echo"}"#), None);
+    }
+}

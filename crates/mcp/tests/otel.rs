@@ -1,0 +1,448 @@
+//! Telemetry end to end (feature `otel`): spans by the MCP semantic conventions exported over
+//! OTLP/HTTP to a real receiver (`tests/otel/receiver.py`, decoding with PyPI
+//! `opentelemetry-proto`), from three processes: this test's client, a stdio server and an HTTP
+//! server (this binary again, in other roles). And a collector that stalls or is absent: requests
+//! go on unaffected, the spans that do not fit are dropped and counted.
+//!
+//! The receiver's Python comes from `MCP_TEST_OTEL_PY`, else from a virtual environment made
+//! under `$INTEROP_CACHE` (`/tmp/mcp-interop-cache`) as `scripts/python-sdks.sh` makes it.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mcp::client::{Client, ClientOptions, StdioCommand};
+use mcp::server::{NoArgs, RequestContext, ResourceRequest, Router, ToolError};
+use mcp::telemetry::opentelemetry::trace::{FutureExt as _, TraceContextExt as _, Tracer as _};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+const ROLE: &str = "MCP_OTEL_TEST_ROLE";
+/// A secret the client sends as a tool argument and the tool returns: it must be in no span.
+const SECRET: &str = "sk-live-7f3a9c2e-never-in-a-span";
+
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    text: String,
+}
+
+fn router() -> Router {
+    Router::new()
+        .info("otel-test-server", "1.0.0")
+        .tool("echo", "Echo.", |a: Echo, _cx: RequestContext| async move { Ok::<_, ToolError>(a.text) })
+        .tool("fail", "Fails.", |_: NoArgs, _cx: RequestContext| async move {
+            Err::<String, _>(ToolError::new("the backend is down; try again later"))
+        })
+        .resource("test://static", "static", |_r: ResourceRequest, _cx: RequestContext| async move {
+            Ok::<_, ToolError>("static text".to_owned())
+        })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn main() {
+    match std::env::var(ROLE).as_deref() {
+        Ok("stdio-server") => runtime().block_on(mcp::serve(router())).unwrap(),
+        Ok("http-server") => {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            runtime().block_on(mcp::serve_with_args(router(), args)).unwrap()
+        }
+        Ok("client") => runtime().block_on(client_role()),
+        Ok("stalled-client") => runtime().block_on(stalled_client_role()),
+        _ => {
+            let started = Instant::now();
+            one_trace_across_three_processes();
+            eprintln!("otel: one trace across three processes: ok ({:?})", started.elapsed());
+            let started = Instant::now();
+            a_stalled_or_absent_collector_costs_spans_not_requests();
+            eprintln!("otel: a stalled or absent collector: ok ({:?})", started.elapsed());
+            eprintln!("otel: 2 passed, 0 failed");
+        }
+    }
+}
+
+// ---- the roles --------------------------------------------------------------------------------
+
+/// The calls every server gets: a tool that answers, one that fails (`isError`), a resource, a
+/// tool that does not exist (a JSON-RPC error).
+async fn calls(client: &Client) {
+    let echoed = client.call_tool("echo", json!({"text": SECRET})).await.unwrap();
+    assert_ne!(echoed.is_error, Some(true));
+    let failed = client.call_tool("fail", json!({})).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    client.read_resource("test://static").await.unwrap();
+    let missing = client.request("tools/call", json!({"name": "nope", "arguments": {}})).await;
+    assert!(missing.is_err(), "{missing:?}");
+}
+
+fn self_command(role: &str, service: &str) -> StdioCommand {
+    let mut command = StdioCommand::new(std::env::current_exe().unwrap().to_string_lossy());
+    command.env = vec![(ROLE.into(), role.into()), ("OTEL_SERVICE_NAME".into(), service.into())];
+    command
+}
+
+/// This test's client: one root span (a person's turn), inside it a stdio server's calls and an
+/// HTTP server's (a legacy session), then its spans flushed.
+async fn client_role() {
+    mcp::telemetry::init("otel-test-client");
+    assert!(mcp::telemetry::is_tracing(), "an endpoint is configured: spans are made");
+    let tracer = mcp::telemetry::opentelemetry::global::tracer("otel-test");
+    let turn = tracer.start("turn");
+    let cx = mcp::telemetry::opentelemetry::Context::current_with_span(turn);
+    let work = async {
+        let stdio = Client::connect_stdio(self_command("stdio-server", "otel-test-stdio"), ClientOptions::default())
+            .await
+            .unwrap();
+        calls(&stdio).await;
+        stdio.close().await;
+        let url = std::env::var("MCP_OTEL_TEST_URL").unwrap();
+        let options = ClientOptions { legacy_only: true, ..ClientOptions::default() };
+        let http = Client::connect_http(&url, options).await.unwrap();
+        calls(&http).await;
+        http.close().await;
+    };
+    work.with_context(cx.clone()).await;
+    cx.span().end();
+    mcp::telemetry::flush(Duration::from_secs(5));
+    eprintln!("client: exported {}", mcp::telemetry::export::exported_spans());
+}
+
+/// A client whose collector stalls (or is absent): 300 calls, timed, then the counts said on
+/// stdout as JSON.
+#[allow(clippy::print_stdout)] // the summary is this role's answer to the test
+async fn stalled_client_role() {
+    mcp::telemetry::init("otel-test-stalled");
+    let command = self_command("stdio-server", "otel-test-stalled-server");
+    let client = Client::connect_stdio(command, ClientOptions::default()).await.unwrap();
+    let started = Instant::now();
+    for i in 0..300 {
+        let result = client.call_tool("echo", json!({"text": format!("call {i}")})).await.unwrap();
+        assert_ne!(result.is_error, Some(true));
+    }
+    let calls_ms = started.elapsed().as_millis();
+    let started = Instant::now();
+    mcp::telemetry::flush(Duration::from_millis(500));
+    let flush_ms = started.elapsed().as_millis();
+    let started = Instant::now();
+    client.close().await;
+    let close_ms = started.elapsed().as_millis();
+    let summary = json!({
+        "callsMs": calls_ms,
+        "flushMs": flush_ms,
+        "closeMs": close_ms,
+        "dropped": mcp::telemetry::export::dropped_spans(),
+        "exported": mcp::telemetry::export::exported_spans(),
+    });
+    println!("{summary}");
+}
+
+// ---- the receiver -----------------------------------------------------------------------------
+
+/// The Python with `opentelemetry-proto`: `MCP_TEST_OTEL_PY`, else a venv made once in the cache.
+fn receiver_python() -> String {
+    if let Ok(python) = std::env::var("MCP_TEST_OTEL_PY") {
+        return python;
+    }
+    let cache = std::env::var("INTEROP_CACHE").unwrap_or_else(|_| "/tmp/mcp-interop-cache".into());
+    let venv = format!("{cache}/py-otel-proto-1.45.2");
+    let python = format!("{venv}/bin/python");
+    let ready = |python: &str| {
+        Command::new(python)
+            .args(["-c", "import opentelemetry.proto.collector.trace.v1.trace_service_pb2"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !ready(&python) {
+        let made = Command::new("python3").args(["-m", "venv", &venv]).status().unwrap();
+        assert!(made.success(), "python3 -m venv {venv}");
+        let pip = format!("{venv}/bin/pip");
+        let installed = Command::new(pip)
+            .args(["install", "-q", "--disable-pip-version-check", "opentelemetry-proto==1.45.2"])
+            .status()
+            .unwrap();
+        assert!(installed.success(), "pip install opentelemetry-proto into {venv}");
+    }
+    assert!(ready(&python), "{python} cannot import opentelemetry.proto");
+    python
+}
+
+/// A running receiver: its port, and what it printed, line by line.
+struct Receiver {
+    child: Child,
+    port: u16,
+    lines: mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Receiver {
+    fn start(mode: &str) -> Receiver {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otel/receiver.py");
+        let mut child = Command::new(receiver_python())
+            .args([script, mode])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines.recv_timeout(Duration::from_secs(30)).expect("the receiver's port");
+        let port = first["port"].as_u64().expect("port first") as u16;
+        Receiver { child, port, lines, seen: Vec::new() }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until `done` holds of what was received (at most `limit`).
+    fn wait_for(&mut self, limit: Duration, done: impl Fn(&[Value]) -> bool) -> &[Value] {
+        let deadline = Instant::now() + limit;
+        while !done(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(value) => self.seen.push(value),
+                Err(_) => panic!("not received within {limit:?}; received: {:#?}", self.seen),
+            }
+        }
+        &self.seen
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A child process, killed (by its pid) when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server never listened on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The environment every process of the first test gets: export to the receiver, at once.
+fn otel_env(command: &mut Command, endpoint: &str) {
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_TRACES_EXPORTER")
+        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES");
+}
+
+// ---- the tests --------------------------------------------------------------------------------
+
+fn spans_of<'a>(seen: &'a [Value], service: &str) -> Vec<&'a Value> {
+    seen.iter().filter(|v| v.get("span").is_some() && v["service"] == service).collect()
+}
+
+fn attr<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
+    span["attributes"].get(key)
+}
+
+fn string_attr<'a>(span: &'a Value, key: &str) -> &'a str {
+    let value = attr(span, key).unwrap_or_else(|| panic!("{key} missing on {span:#}"));
+    assert_eq!(value["type"], "string_value", "{key} on {span:#}");
+    value["value"].as_str().unwrap()
+}
+
+fn int_attr(span: &Value, key: &str) -> i64 {
+    let value = attr(span, key).unwrap_or_else(|| panic!("{key} missing on {span:#}"));
+    assert_eq!(value["type"], "int_value", "{key} on {span:#}");
+    value["value"].as_i64().unwrap()
+}
+
+/// The span named `name` of `service` (exactly one).
+fn one<'a>(seen: &'a [Value], service: &str, name: &str) -> &'a Value {
+    let found: Vec<_> = spans_of(seen, service).into_iter().filter(|s| s["span"] == name).collect();
+    assert_eq!(found.len(), 1, "{service} {name}: {found:#?}");
+    found[0]
+}
+
+const SPAN_KIND_SERVER: u64 = 2;
+const SPAN_KIND_CLIENT: u64 = 3;
+const STATUS_ERROR: u64 = 2;
+
+fn one_trace_across_three_processes() {
+    let mut receiver = Receiver::start("ok");
+    let endpoint = receiver.endpoint();
+    let audit = std::env::temp_dir().join(format!("mcp-otel-audit-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&audit);
+    let port = free_port();
+    let mut http = Command::new(std::env::current_exe().unwrap());
+    http.args(["--http", &format!("127.0.0.1:{port}"), "--audit-log", audit.to_str().unwrap()])
+        .env(ROLE, "http-server")
+        .env("OTEL_SERVICE_NAME", "otel-test-http");
+    otel_env(&mut http, &endpoint);
+    let http_server = Killed(http.spawn().unwrap());
+    wait_for_port(port);
+    let mut client = Command::new(std::env::current_exe().unwrap());
+    client.env(ROLE, "client").env("MCP_OTEL_TEST_URL", format!("http://127.0.0.1:{port}/mcp"));
+    otel_env(&mut client, &endpoint);
+    let status = client.status().unwrap();
+    assert!(status.success(), "the client role failed");
+    // The client flushed; each server exports within the schedule delay.
+    let tools_calls = |seen: &[Value], service: &str| {
+        spans_of(seen, service).iter().filter(|s| s["attributes"]["mcp.method.name"]["value"] == "tools/call").count()
+    };
+    let seen = receiver
+        .wait_for(Duration::from_secs(30), |seen| {
+            tools_calls(seen, "otel-test-stdio") >= 3
+                && tools_calls(seen, "otel-test-http") >= 3
+                && spans_of(seen, "otel-test-client").iter().any(|s| s["span"] == "turn")
+        })
+        .to_vec();
+    drop(http_server);
+    let text = serde_json::to_string(&seen).unwrap();
+    assert!(!text.contains(SECRET), "a tool argument or result reached a span");
+    for request in seen.iter().filter(|v| v.get("request").is_some()) {
+        assert_eq!(request["contentType"], "application/x-protobuf", "{request}");
+    }
+
+    // One trace: the turn, the client's spans under it, each server's under the client's.
+    let turn = one(&seen, "otel-test-client", "turn");
+    let trace = turn["traceId"].as_str().unwrap();
+    let spans: Vec<&Value> = seen.iter().filter(|v| v.get("span").is_some()).collect();
+    for span in &spans {
+        assert_eq!(span["traceId"], trace, "not in the turn's trace: {span:#}");
+    }
+    let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (s["spanId"].as_str().unwrap(), *s)).collect();
+    let client_spans = spans_of(&seen, "otel-test-client");
+    for span in client_spans.iter().filter(|s| s["span"] != "turn") {
+        assert_eq!(span["kind"], SPAN_KIND_CLIENT, "{span:#}");
+        assert_eq!(span["parentSpanId"], turn["spanId"], "a client span under the turn: {span:#}");
+        assert_eq!(span["scope"], "mcp-stack");
+    }
+    for (service, transport) in [("otel-test-stdio", "pipe"), ("otel-test-http", "tcp")] {
+        let server_spans = spans_of(&seen, service);
+        assert!(!server_spans.is_empty());
+        for span in &server_spans {
+            assert_eq!(span["kind"], SPAN_KIND_SERVER, "{span:#}");
+            let parent =
+                by_id.get(span["parentSpanId"].as_str().unwrap()).unwrap_or_else(|| panic!("orphan: {span:#}"));
+            assert_eq!(parent["service"], "otel-test-client", "{span:#}");
+            assert_eq!(parent["kind"], SPAN_KIND_CLIENT);
+            assert_eq!(parent["span"], span["span"], "named alike on both sides");
+            if attr(span, "jsonrpc.request.id").is_some() {
+                assert_eq!(string_attr(parent, "jsonrpc.request.id"), string_attr(span, "jsonrpc.request.id"));
+            } else {
+                assert!(string_attr(span, "mcp.method.name").starts_with("notifications/"), "{span:#}");
+            }
+            assert_eq!(string_attr(span, "network.transport"), transport);
+            assert!(!string_attr(span, "mcp.method.name").is_empty());
+        }
+        let echo = one(&seen, service, "tools/call echo");
+        assert_eq!(string_attr(echo, "gen_ai.tool.name"), "echo");
+        assert_eq!(string_attr(echo, "gen_ai.operation.name"), "execute_tool");
+        assert!(attr(echo, "error.type").is_none(), "{echo:#}");
+        let version = string_attr(echo, "mcp.protocol.version");
+        let fail = one(&seen, service, "tools/call fail");
+        assert_eq!(string_attr(fail, "error.type"), "tool_error");
+        assert_eq!(fail["statusCode"], STATUS_ERROR);
+        let missing = one(&seen, service, "tools/call nope");
+        let code = string_attr(missing, "rpc.response.status_code");
+        assert!(code.parse::<i64>().unwrap() < 0, "{missing:#}");
+        assert_eq!(string_attr(missing, "error.type"), code);
+        assert_eq!(missing["statusCode"], STATUS_ERROR);
+        let read =
+            spans_of(&seen, service).into_iter().find(|s| s["span"] == "resources/read").expect("resources/read");
+        assert_eq!(string_attr(read, "mcp.resource.uri"), "test://static");
+        match service {
+            "otel-test-stdio" => {
+                assert_eq!(version, "2026-07-28", "the stdio server speaks the newest era");
+                assert!(attr(echo, "mcp.session.id").is_none(), "no session after 2026-07-28");
+                assert!(attr(echo, "client.address").is_none());
+            }
+            _ => {
+                assert!(version < "2026-07-28", "a legacy session: {version}");
+                let session = string_attr(echo, "mcp.session.id");
+                assert_eq!(session.len(), 32, "a digest of the session id, not the id");
+                assert_eq!(string_attr(echo, "client.address"), "127.0.0.1");
+                assert!(int_attr(echo, "client.port") > 0);
+                assert_eq!(string_attr(echo, "network.protocol.name"), "http");
+            }
+        }
+    }
+    let client_echoes: Vec<_> = client_spans.iter().filter(|s| s["span"] == "tools/call echo").collect();
+    assert_eq!(client_echoes.len(), 2);
+
+    // The audit line of each request names its span.
+    let audit_text = std::fs::read_to_string(&audit).unwrap();
+    let _ = std::fs::remove_file(&audit);
+    let http_echo = one(&seen, "otel-test-http", "tools/call echo");
+    let line = audit_text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["name"] == "echo")
+        .unwrap_or_else(|| panic!("no audit line for echo: {audit_text}"));
+    assert_eq!(line["traceId"], trace, "{line}");
+    assert_eq!(line["spanId"], http_echo["spanId"], "{line}");
+    assert!(!audit_text.contains(SECRET));
+}
+
+fn a_stalled_or_absent_collector_costs_spans_not_requests() {
+    let stalled = Receiver::start("stall");
+    let absent = format!("http://127.0.0.1:{}", free_port());
+    for (endpoint, stalls) in [(stalled.endpoint(), true), (absent, false)] {
+        let mut client = Command::new(std::env::current_exe().unwrap());
+        client
+            .env(ROLE, "stalled-client")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+            .env("OTEL_BSP_MAX_QUEUE_SIZE", "16")
+            .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "8")
+            .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "30000")
+            .env_remove("OTEL_SDK_DISABLED")
+            .stdout(Stdio::piped());
+        let started = Instant::now();
+        let output = client.output().unwrap();
+        let elapsed = started.elapsed();
+        assert!(output.status.success(), "the stalled client role failed ({endpoint})");
+        let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+        eprintln!("otel: collector {endpoint}: {summary} in {elapsed:?}");
+        // 300 calls make 300 client spans (and the negotiation's): a queue of 16 behind an
+        // export that never ends keeps at most 16 + 8, the rest dropped and counted. An absent
+        // collector refuses at once: its batches fail (counted), none is exported.
+        if stalls {
+            assert!(summary["dropped"].as_u64().unwrap() >= 250, "{summary}");
+        }
+        assert_eq!(summary["exported"], 0, "{summary}");
+        assert!(summary["callsMs"].as_u64().unwrap() < 20_000, "requests were held up: {summary}");
+        assert!(summary["flushMs"].as_u64().unwrap() < 2_000, "a flush waits at most its timeout: {summary}");
+        assert!(elapsed < Duration::from_secs(40), "the process took {elapsed:?} to end");
+    }
+}
