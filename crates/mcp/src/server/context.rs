@@ -8,7 +8,7 @@
 //! once per round; keep it free of side effects, or idempotent).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mcp_types::elicitation::{ElicitAction, ElicitParams, ElicitResult, RequestedSchema};
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
@@ -30,6 +30,7 @@ use crate::engine::session::Session;
 use crate::error::ToolError;
 use crate::server::tasks::manager::LiveTask;
 use crate::server::tasks::record::TaskForm;
+use crate::server::Router;
 
 /// A legacy session, named without being kept alive (see [`RequestContext::session_ref`]).
 #[derive(Clone, Debug)]
@@ -72,6 +73,8 @@ pub struct RequestContext {
 
 #[derive(Debug)]
 struct Inner {
+    /// The router serving the request, set when it starts to (its state, its lists).
+    router: OnceLock<Router>,
     id: RequestId,
     origin: Origin,
     progress_token: Option<ProgressToken>,
@@ -188,6 +191,7 @@ impl RequestContext {
     pub(crate) fn new(parts: ContextParts) -> Self {
         RequestContext {
             inner: Arc::new(Inner {
+                router: OnceLock::new(),
                 id: parts.id,
                 origin: parts.origin,
                 progress_token: parts.progress_token,
@@ -214,6 +218,7 @@ impl RequestContext {
         };
         let cx = RequestContext {
             inner: Arc::new(Inner {
+                router: inner.router.clone(),
                 id: inner.id.clone(),
                 origin: inner.origin.clone(),
                 progress_token: inner.progress_token.clone(),
@@ -226,6 +231,34 @@ impl RequestContext {
             }),
         };
         (cx, slot)
+    }
+
+    /// Ties the request to the router that serves it (the first router to do so keeps it).
+    pub(crate) fn served_by(&self, router: &Router) {
+        if self.inner.router.get().is_none() {
+            let _ = self.inner.router.set(router.clone());
+        }
+    }
+
+    /// The value of type `S` given to [`Router::with_state`] (the same one a handler taking
+    /// [`State<S>`](crate::server::State) gets). A router without one answers the request with an
+    /// internal error naming the type: a mistake of the server's author, not one the model can
+    /// fix.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Result<&S, ToolError> {
+        self.inner.router.get().and_then(|router| router.inner.config.states.get::<S>()).ok_or_else(|| {
+            ToolError::protocol(ErrorObject::internal(format!(
+                "the server has no state of type {}: its author must give it with Router::with_state",
+                std::any::type_name::<S>()
+            )))
+        })
+    }
+
+    /// The router serving the request: to change what it lists while it serves
+    /// ([`Router::add_tool`], [`Router::remove_tool`], ...) or to tell subscribers a resource
+    /// changed, each reaching every connection as its era's notification. `None` only for a
+    /// context no router has served yet.
+    pub fn router(&self) -> Option<&Router> {
+        self.inner.router.get()
     }
 
     /// The task this call became, if it did.

@@ -24,6 +24,7 @@ mod context;
 mod dispatch;
 pub(crate) mod era;
 mod flat_schema;
+mod handler_state;
 pub(crate) mod head;
 pub mod identity;
 pub mod middleware;
@@ -57,6 +58,7 @@ pub use access::ScopedItem;
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
 pub use context::{Elicitation, RequestContext, SessionRef};
+pub use handler_state::State;
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
@@ -148,6 +150,8 @@ pub(crate) struct Config {
     pub value_budget: usize,
     /// How long-running tools run.
     pub tasks: TaskConfig,
+    /// The values handlers take as [`State`] (see [`Router::with_state`]).
+    pub states: handler_state::States,
 }
 
 impl Default for Router {
@@ -185,6 +189,7 @@ impl Router {
                     max_subscriptions: 1024,
                     value_budget: bounded::DEFAULT_BUDGET,
                     tasks: TaskConfig::default(),
+                    states: handler_state::States::default(),
                 },
                 registry: RwLock::new(Registry::default()),
                 completers: RwLock::new(Completers::default()),
@@ -206,6 +211,32 @@ impl Router {
         let config = &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config;
         config.info_json = std::sync::OnceLock::new(); // made again from what is configured
         config
+    }
+
+    /// Keeps `state` for handlers: one taking [`State<S>`](State) as its first argument gets a
+    /// clone of it, and any handler can ask [`RequestContext::state`]. One value per type (give
+    /// several types for several values); keep it cheap to clone (an `Arc`, a pool). Panics when
+    /// a value of this type was already given, or when the router was cloned before.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp::server::{NoArgs, RequestContext, Router, State, ToolError};
+    ///
+    /// struct Counter(std::sync::atomic::AtomicU64);
+    ///
+    /// async fn bump(State(counter): State<Arc<Counter>>, _: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
+    ///     Ok(counter.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_string())
+    /// }
+    ///
+    /// let router = Router::new()
+    ///     .with_state(Arc::new(Counter(Default::default())))
+    ///     .tool("bump", "Counts the calls so far.", bump);
+    /// # drop(router);
+    /// ```
+    pub fn with_state<S: Clone + Send + Sync + 'static>(mut self, state: S) -> Self {
+        let added = self.config_mut().states.insert(state);
+        assert!(added, "Router::with_state was given a {} twice", std::any::type_name::<S>());
+        self
     }
 
     /// The server's name and version, as clients see them.
@@ -309,9 +340,10 @@ impl Router {
 
     /// Adds a tool: `name`, the description the model reads, and an async handler
     /// `(Args, RequestContext) -> Result<Out, ToolError>`.
-    pub fn tool<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    pub fn tool<H, Args, Out, St>(self, name: &str, description: &str, handler: H) -> Self
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -319,9 +351,10 @@ impl Router {
     }
 
     /// Adds a tool with a full definition (title, annotations, icons).
-    pub fn tool_def<H, Args, Out>(self, def: ToolDef, handler: H) -> Self
+    pub fn tool_def<H, Args, Out, St>(self, def: ToolDef, handler: H) -> Self
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -333,9 +366,10 @@ impl Router {
 
     /// Adds or replaces a tool while serving; connected clients are told the list changed.
     /// Returns `true` when a tool of that name was replaced.
-    pub fn add_tool<H, Args, Out>(&self, def: ToolDef, handler: H) -> bool
+    pub fn add_tool<H, Args, Out, St>(&self, def: ToolDef, handler: H) -> bool
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -401,9 +435,10 @@ impl Router {
     }
 
     /// Adds a static resource at `uri`; the handler returns its contents.
-    pub fn resource<H, Out>(self, uri: &str, name: &str, handler: H) -> Self
+    pub fn resource<H, Out, St>(self, uri: &str, name: &str, handler: H) -> Self
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let def = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
@@ -411,9 +446,10 @@ impl Router {
     }
 
     /// Adds a static resource with a full definition (description, MIME type, size, ...).
-    pub fn resource_def<H, Out>(self, def: Resource, handler: H) -> Self
+    pub fn resource_def<H, Out, St>(self, def: Resource, handler: H) -> Self
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let uri = def.uri.clone();
@@ -422,9 +458,10 @@ impl Router {
     }
 
     /// Adds or replaces a static resource while serving; clients are told the list changed.
-    pub fn add_resource<H, Out>(&self, def: Resource, handler: H) -> bool
+    pub fn add_resource<H, Out, St>(&self, def: Resource, handler: H) -> bool
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let handler = resource::erase(handler, def.mime_type.clone());
@@ -446,9 +483,10 @@ impl Router {
 
     /// Adds a family of resources named by an RFC 6570 URI template such as
     /// `"files://{path}"`; the handler receives the variables deserialized into `P`.
-    pub fn resource_template<H, P, Out>(self, uri_template: &str, name: &str, handler: H) -> Self
+    pub fn resource_template<H, P, Out, St>(self, uri_template: &str, name: &str, handler: H) -> Self
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -457,9 +495,10 @@ impl Router {
     }
 
     /// Adds a resource template with a full definition.
-    pub fn resource_template_def<H, P, Out>(self, def: ResourceTemplate, handler: H) -> Self
+    pub fn resource_template_def<H, P, Out, St>(self, def: ResourceTemplate, handler: H) -> Self
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -474,9 +513,10 @@ impl Router {
 
     /// Adds or replaces a resource template while serving; clients are told the list changed.
     /// `Ok(true)` when one of that template was replaced; `Err` says why the template is not one.
-    pub fn add_resource_template<H, P, Out>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
+    pub fn add_resource_template<H, P, Out, St>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -499,9 +539,10 @@ impl Router {
     }
 
     /// Adds a prompt whose arguments are the fields of `Args` (all strings on the wire).
-    pub fn prompt<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    pub fn prompt<H, Args, Out, St>(self, name: &str, description: &str, handler: H) -> Self
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
@@ -510,9 +551,10 @@ impl Router {
     }
 
     /// Adds a prompt with a full definition (title, icons, explicit arguments).
-    pub fn prompt_def<H, Args, Out>(self, def: Prompt, handler: H) -> Self
+    pub fn prompt_def<H, Args, Out, St>(self, def: Prompt, handler: H) -> Self
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
@@ -525,9 +567,10 @@ impl Router {
     }
 
     /// Adds or replaces a prompt while serving; clients are told the list changed.
-    pub fn add_prompt<H, Args, Out>(&self, def: Prompt, handler: H) -> bool
+    pub fn add_prompt<H, Args, Out, St>(&self, def: Prompt, handler: H) -> bool
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
