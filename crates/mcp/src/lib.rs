@@ -22,6 +22,7 @@ pub mod error;
 pub mod fuzzing;
 #[cfg(feature = "http")]
 pub mod net;
+pub mod proxy;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;

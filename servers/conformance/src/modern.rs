@@ -1,6 +1,7 @@
 //! What the 2026-07-28 scenarios of the suite call: multi round-trip (`input_required`) tools
 //! and prompt, capability and logging probes, run-time list changes, `x-mcp-header` arguments.
 
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{NoArgs, RequestContext, Router, ToolDef, ToolError};
 use mcp::types::logging::LoggingLevel;
 use mcp::types::prompts::{Prompt, PromptMessage};

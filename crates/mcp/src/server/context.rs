@@ -32,7 +32,8 @@ use crate::server::tasks::manager::LiveTask;
 use crate::server::tasks::record::TaskForm;
 use crate::server::Router;
 
-/// A legacy session, named without being kept alive (see [`RequestContext::session_ref`]).
+/// A legacy session, named without being kept alive (see
+/// [`ProxyContext::session_ref`](crate::proxy::ProxyContext::session_ref)).
 #[derive(Clone, Debug)]
 pub struct SessionRef(std::sync::Weak<Session>);
 
@@ -297,7 +298,7 @@ impl RequestContext {
     }
 
     /// Whether the request is a 2026-07-28 (stateless) one.
-    pub fn is_modern(&self) -> bool {
+    pub(crate) fn is_modern(&self) -> bool {
         self.session().is_none()
     }
 
@@ -325,7 +326,7 @@ impl RequestContext {
     /// The legacy session the request came on, as a handle that does not keep it alive: a
     /// gateway keeps a child process per session and ends it when the session ends. `None` for
     /// a 2026-07-28 request.
-    pub fn session_ref(&self) -> Option<SessionRef> {
+    pub(crate) fn session_ref(&self) -> Option<SessionRef> {
         self.session().map(|s| SessionRef(Arc::downgrade(s)))
     }
 
@@ -533,14 +534,14 @@ impl RequestContext {
     /// `elicitation/create`, `sampling/createMessage` or `roots/list`. On a legacy session this
     /// is a request to the client; on a 2026-07-28 request the answer comes from the retry's
     /// `inputResponses[key]`, or the call ends with `input_required` asking for it.
-    pub async fn ask_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
+    pub(crate) async fn ask_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
         let mut answers = self.ask_all(vec![(key.to_owned(), method.to_owned(), params)]).await?;
         Ok(answers.pop().unwrap_or(Value::Null))
     }
 
     /// Asks several questions at once (one `input_required` round on 2026-07-28 requests; one
     /// request after another on a legacy session). Answers come back in the order asked.
-    pub async fn ask_all(&self, questions: Vec<(String, String, Value)>) -> Result<Vec<Value>, ToolError> {
+    pub(crate) async fn ask_all(&self, questions: Vec<(String, String, Value)>) -> Result<Vec<Value>, ToolError> {
         for (_, method, params) in &questions {
             self.check_capability(method, params)?;
         }
@@ -604,7 +605,7 @@ impl RequestContext {
     }
 
     /// 2026-07-28: the answer the client sent for `key`, on this retry or an earlier round.
-    pub fn input_response(&self, key: &str) -> Option<Value> {
+    pub(crate) fn input_response(&self, key: &str) -> Option<Value> {
         self.inner.input.answers.lock().unwrap().get(key).cloned()
     }
 
@@ -612,18 +613,13 @@ impl RequestContext {
     /// `input_required` this request ends with, so that the retry finds it with
     /// [`input_response`](Self::input_response) while the server keeps nothing (a gateway keeps
     /// its upstream's state there). Use a key no question has.
-    pub fn keep_in_state(&self, key: &str, value: Value) {
+    pub(crate) fn keep_in_state(&self, key: &str, value: Value) {
         self.inner.input.answers.lock().unwrap().insert(key.to_owned(), value);
-    }
-
-    /// 2026-07-28: every answer the client sent with this retry and earlier rounds, by key.
-    pub fn input_responses(&self) -> JsonObject {
-        self.answers()
     }
 
     /// 2026-07-28: whether this retry carried a `requestState` that this server issued and that
     /// verified (sealed, for this request, unexpired).
-    pub fn has_request_state(&self) -> bool {
+    pub(crate) fn has_request_state(&self) -> bool {
         self.inner.input.had_state.load(Ordering::Relaxed)
     }
 

@@ -20,12 +20,13 @@ mod access;
 pub(crate) mod bounded;
 mod completion;
 pub mod connection;
-mod context;
+pub(crate) mod context;
 mod dispatch;
 pub(crate) mod era;
 mod flat_schema;
 mod handler_state;
 pub(crate) mod head;
+pub(crate) mod hooks;
 pub mod identity;
 pub mod middleware;
 mod pagination;
@@ -57,7 +58,7 @@ use tokio::sync::broadcast;
 pub use access::ScopedItem;
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
-pub use context::{Elicitation, RequestContext, SessionRef};
+pub use context::{Elicitation, RequestContext};
 pub use handler_state::State;
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
@@ -65,7 +66,7 @@ pub use registry::Change;
 pub use reply::Reply;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest, StreamedText};
 pub use skills::Skill;
-pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
+pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Rich, Structured, ToolDef, ToolHandler};
 
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;
@@ -73,8 +74,10 @@ pub use mcp_types::logging::LoggingLevel as Level;
 use crate::server::tasks::manager::TaskManager;
 use crate::server::tasks::{MemoryStore, TaskConfig, TaskStore};
 use completion::Completers;
+use hooks::{CompletionForwarder, TaskForwarder};
 use registry::Registry;
 use state::StateKey;
+use tool::RawToolHandler;
 use uri_template::UriTemplate;
 
 /// A set of tools, resources and prompts, and the server's identity. Cheap to clone: clones
@@ -108,23 +111,6 @@ pub(crate) struct Inner {
     /// The skills served (SEP-2640).
     pub skills: RwLock<skills::Skills>,
 }
-
-/// What [`Router::forward_tasks`] is given: the method, its params, the request's context.
-pub type TaskForwarder = Arc<
-    dyn Fn(String, serde_json::Value, RequestContext) -> BoxFuture<Result<serde_json::Value, mcp_types::ErrorObject>>
-        + Send
-        + Sync,
->;
-
-/// What [`Router::complete_with`] is given: the request, and its context.
-pub type CompletionForwarder = Arc<
-    dyn Fn(
-            mcp_types::completion::CompleteParams,
-            RequestContext,
-        ) -> BoxFuture<Result<mcp_types::completion::Completion, ToolError>>
-        + Send
-        + Sync,
->;
 
 /// What [`Router::on_subscribe`] is given: the URI, and whether it is subscribed (`true`) or
 /// unsubscribed (`false`).
@@ -397,7 +383,7 @@ impl Router {
     /// Adds or replaces a tool whose handler answers with the result's JSON itself (see
     /// [`RawToolHandler`]): for a gateway, which passes on what its upstream answered, a task
     /// included. Its arguments are not checked here. Returns `true` when one was replaced.
-    pub fn add_raw_tool(&self, def: ToolDef, handler: RawToolHandler) -> bool {
+    pub(crate) fn add_raw_tool(&self, def: ToolDef, handler: RawToolHandler) -> bool {
         let scopes = def.scopes.clone();
         let entry = tool::raw_entry(def, handler);
         let name = entry.name.clone();
@@ -410,7 +396,7 @@ impl Router {
     /// Sends every `tasks/*` request (get, update, cancel, result, list) to `forwarder` instead
     /// of this router's own tasks, and advertises the tasks extension to 2026-07-28 clients: for
     /// a gateway whose upstreams run the tasks. Set once, before serving.
-    pub fn forward_tasks(self, forwarder: TaskForwarder) -> Self {
+    pub(crate) fn forward_tasks(self, forwarder: TaskForwarder) -> Self {
         let _ = self.inner.task_forwarder.set(forwarder);
         self
     }
@@ -618,7 +604,7 @@ impl Router {
     /// Answers every `completion/complete` with `completer` (an async function), for a server
     /// whose completions come from elsewhere (a gateway's upstreams). The reference is still
     /// checked to name a registered prompt, resource or template first. Set once.
-    pub fn complete_with(self, completer: CompletionForwarder) -> Self {
+    pub(crate) fn complete_with(self, completer: CompletionForwarder) -> Self {
         let _ = self.inner.completer.set(completer);
         self
     }
