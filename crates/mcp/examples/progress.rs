@@ -1,6 +1,7 @@
 //! Progress and cancellation: a long tool reports how far it got (`cx.progress`, sent when the
-//! client gave a progress token) and stops when the client cancels the call (`cx.cancelled()`
-//! resolves; the library also drops the handler's future at its next `.await`).
+//! client gave a progress token) and stops when the client cancels the call: the library drops
+//! the handler's future at its next `.await` (work spawned elsewhere can wait on
+//! `cx.cancelled()`).
 //!
 //! `cargo run --example progress`.
 
@@ -20,21 +21,32 @@ struct CountTo {
     every_ms: Option<u64>,
 }
 
+/// Where a count got to. Dropped before the end, it says so on stderr (where the operator looks;
+/// nobody reads a cancelled call's answer): a handler that must clean up after a cancellation
+/// does it in `Drop`, since the library drops its future at its next `.await`.
+struct Unfinished {
+    step: u32,
+    to: u32,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.step < self.to {
+            eprintln!("count_to: cancelled at {} of {}", self.step, self.to);
+        }
+    }
+}
+
 async fn count_to(args: CountTo, cx: RequestContext) -> Result<String, ToolError> {
     if !(1..=10_000).contains(&args.to) {
         return Err(ToolError::new(format!("to is {}: count to a number from 1 to 10000", args.to)));
     }
     let every = Duration::from_millis(args.every_ms.unwrap_or(10).min(1000));
-    for step in 1..=args.to {
-        tokio::select! {
-            _ = cx.cancelled() => {
-                // Nobody reads a cancelled call's answer: say so where the operator looks.
-                eprintln!("count_to: cancelled at {step} of {}", args.to);
-                return Err(ToolError::new("cancelled"));
-            }
-            _ = tokio::time::sleep(every) => {}
-        }
-        cx.progress(step as f64, Some(args.to as f64), Some(&format!("counted to {step}"))).await;
+    let mut at = Unfinished { step: 0, to: args.to };
+    while at.step < at.to {
+        tokio::time::sleep(every).await;
+        at.step += 1;
+        cx.progress(at.step as f64, Some(at.to as f64), Some(&format!("counted to {}", at.step))).await;
     }
     Ok(format!("counted to {}", args.to))
 }

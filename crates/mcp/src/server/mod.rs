@@ -19,6 +19,9 @@
 mod access;
 pub(crate) mod bounded;
 mod completion;
+// The connection loop: served through `serve_connection` and `ServeOptions` (re-exported
+// below); its other items are the transports', not an API.
+#[doc(hidden)]
 pub mod connection;
 pub(crate) mod context;
 mod dispatch;
