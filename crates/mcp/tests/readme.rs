@@ -22,10 +22,8 @@ fn code_of(file: &str) -> String {
 #[test]
 fn the_readme_shows_the_server_examples_that_run() {
     let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"));
-    let examples = [
-        ("calculator", include_str!("../examples/calculator.rs")),
-        ("notes", include_str!("../examples/notes.rs")),
-    ];
+    let examples =
+        [("calculator", include_str!("../examples/calculator.rs")), ("notes", include_str!("../examples/notes.rs"))];
     for (name, file) in examples {
         let code = code_of(file);
         assert!(code.contains("fn main"), "{name}: {code}");

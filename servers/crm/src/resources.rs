@@ -49,7 +49,11 @@ pub fn schema(app: &App) -> serde_json::Value {
 }
 
 /// `crm://schema`.
-pub async fn schema_resource(State(app): State<Arc<App>>, _r: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
+pub async fn schema_resource(
+    State(app): State<Arc<App>>,
+    _r: ResourceRequest,
+    _cx: RequestContext,
+) -> Result<String, ToolError> {
     Ok(serde_json::to_string_pretty(&schema(&app))?)
 }
 

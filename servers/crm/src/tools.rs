@@ -143,7 +143,11 @@ pub fn profile_text(c: &Customer) -> String {
 }
 
 /// `get_customer`.
-pub async fn get_customer(State(app): State<Arc<App>>, args: CustomerArgs, cx: RequestContext) -> Result<Rich<Customer>, ToolError> {
+pub async fn get_customer(
+    State(app): State<Arc<App>>,
+    args: CustomerArgs,
+    cx: RequestContext,
+) -> Result<Rich<Customer>, ToolError> {
     let customer = app.store.customer(args.customer_id).await?;
     let customer = customer.ok_or_else(|| no_customer(args.customer_id))?;
     let mut content = vec![ContentBlock::text(profile_text(&customer))];

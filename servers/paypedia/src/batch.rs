@@ -134,7 +134,8 @@ pub async fn iban_check_batch(
             "The batch has {lines} lines; at most {MAX_IBANS} IBANs fit in one batch: split it and start one batch per part."
         )));
     }
-    let (id, path) = new_report(&config.report_dir, &cx.account()).map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
+    let (id, path) = new_report(&config.report_dir, &cx.account())
+        .map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, usize)>(8);
     let worker_stop = stop.clone();
     let worker_path = path.clone();

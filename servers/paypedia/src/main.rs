@@ -161,12 +161,7 @@ fn router(data: &'static Data, batches: batch::BatchConfig) -> Router {
         )
         .complete_resource_argument("paypedia://countries/{cc}", "cc", move |typed: &str, _: &_| {
             let typed = typed.to_ascii_uppercase();
-            data.formats()
-                .all()
-                .iter()
-                .map(|f| f.country.clone())
-                .filter(|c| c.starts_with(&typed))
-                .collect()
+            data.formats().all().iter().map(|f| f.country.clone()).filter(|c| c.starts_with(&typed)).collect()
         })
         .prompt_def(
             mcp::types::prompts::Prompt {

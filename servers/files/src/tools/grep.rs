@@ -83,7 +83,11 @@ pub struct GrepOut {
 }
 
 /// `grep`.
-pub async fn grep(State(app): State<Arc<App>>, args: GrepArgs, cx: RequestContext) -> Result<Structured<GrepOut>, ToolError> {
+pub async fn grep(
+    State(app): State<Arc<App>>,
+    args: GrepArgs,
+    cx: RequestContext,
+) -> Result<Structured<GrepOut>, ToolError> {
     if args.pattern.is_empty() {
         return Err(ToolError::new("pattern is empty: give the text or regular expression to find"));
     }

@@ -165,7 +165,11 @@ pub fn mime_of(name: &str) -> &'static str {
 }
 
 /// `read_media_file`.
-pub async fn read_media_file(State(app): State<Arc<App>>, args: PathArgs, cx: RequestContext) -> Result<Media, ToolError> {
+pub async fn read_media_file(
+    State(app): State<Arc<App>>,
+    args: PathArgs,
+    cx: RequestContext,
+) -> Result<Media, ToolError> {
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
     let a = app.clone();

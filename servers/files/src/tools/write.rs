@@ -24,7 +24,11 @@ pub struct WriteArgs {
 }
 
 /// `write_file`.
-pub async fn write_file(State(app): State<Arc<App>>, args: WriteArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn write_file(
+    State(app): State<Arc<App>>,
+    args: WriteArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     app.check_writable()?;
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
@@ -58,7 +62,11 @@ pub struct EditArgs {
 
 /// `edit_file`: exact-text replacements, each of text found exactly once, shown as a unified
 /// diff; with `dryRun` nothing is written. Line endings of a CRLF file are kept.
-pub async fn edit_file(State(app): State<Arc<App>>, args: EditArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn edit_file(
+    State(app): State<Arc<App>>,
+    args: EditArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     if !args.dry_run {
         app.check_writable()?;
     }
@@ -180,7 +188,11 @@ pub struct MoveArgs {
 
 /// `move_file`: one `renameat2(RENAME_NOREPLACE)` between two directories opened beneath
 /// roots, so it can neither leave them nor overwrite anything.
-pub async fn move_file(State(app): State<Arc<App>>, args: MoveArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn move_file(
+    State(app): State<Arc<App>>,
+    args: MoveArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     app.check_writable()?;
     let allowed = app.allowed(&cx).await?;
     let from = app.locate(&allowed, &args.source)?;
