@@ -4,6 +4,9 @@
 //! `cargo run --example client -- SERVER [TOOL ARGUMENTS_JSON]`, e.g. with the calculator:
 //! `cargo build --example calculator && cargo run --example client -- target/debug/examples/calculator sum '{"a":2,"b":3}'`
 
+// A client's output is for the person who ran it: stdout (a server's stdout is the protocol).
+#![allow(clippy::print_stdout)]
+
 use mcp::client::{Client, ClientOptions, StdioCommand};
 
 #[tokio::main(flavor = "current_thread")]

@@ -453,9 +453,9 @@ async fn a_key_given_twice_is_refused_behind_the_resource_server() {
     assert!(reply.body.contains("appears more than once"), "{}", reply.body);
     assert!(!reply.body.contains("written"), "the tool ran: {}", reply.body);
     // The same in a batch of a 2025-03-26 session is refused item by item.
-    let batch = format!(
-        r#"[{{"jsonrpc":"2.0","id":2,"id":3,"method":"tools/call","params":{{"name":"write_file","arguments":{{}}}}}}]"#
-    );
+    let batch =
+        r#"[{"jsonrpc":"2.0","id":2,"id":3,"method":"tools/call","params":{"name":"write_file","arguments":{}}}]"#
+            .to_string();
     let init = rpc(
         1,
         "initialize",

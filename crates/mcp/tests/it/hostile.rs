@@ -140,7 +140,8 @@ async fn the_line_transport_refuses_a_key_given_twice() {
 /// site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing.
 #[tokio::test]
 async fn side_pages_are_behind_the_host_and_origin_checks() {
-    let pages: Arc<dyn Fn(&str) -> Option<SidePage> + Send + Sync> = Arc::new(|path: &str| match path {
+    type Pages = Arc<dyn Fn(&str) -> Option<SidePage> + Send + Sync>;
+    let pages: Pages = Arc::new(|path: &str| match path {
         "/metrics" => Some((200, "text/plain", "upstream_up{name=\"private-db\"} 1\n".into())),
         _ => None,
     });
