@@ -159,6 +159,7 @@ async fn names_are_prefixed_and_filtered_and_health_and_metrics_are_served() {
         .and_then(|n| n.parse::<u64>().ok());
     assert!(calls >= Some(2), "{metrics}");
     assert!(metrics.contains("mcp_gateway_up{upstream=\"example\"} 1"), "{metrics}");
+    assert!(metrics.contains("\nmcp_audit_lines_dropped_total 0\n"), "{metrics}");
 }
 
 #[test]

@@ -85,6 +85,8 @@ struct Waiter {
     /// tag could be for (an abandoned one would otherwise make every message of its connection
     /// unplaceable for ten minutes). Its tag still finds it.
     parked: bool,
+    /// Held (read) by each log line being passed on to it: its answer waits for them (write).
+    deliveries: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// The downstream requests waiting on one upstream connection, oldest first (a call parked
@@ -99,6 +101,7 @@ pub struct Callers {
 pub struct Waiting {
     list: Arc<Mutex<Vec<Waiter>>>,
     id: u64,
+    deliveries: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl Drop for Waiting {
@@ -107,7 +110,17 @@ impl Drop for Waiting {
     }
 }
 
+/// How long an answer waits for the log lines that came before it to be passed on (a
+/// downstream client that reads nothing does not hold the answer for longer).
+const DELIVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Waiting {
+    /// Waits until every log line found for this request so far has been passed on to its
+    /// caller: the upstream wrote them before its answer, so the caller reads them before it.
+    pub async fn delivered(&self) {
+        let _ = tokio::time::timeout(DELIVERY_WAIT, self.deliveries.write()).await;
+    }
+
     /// Marks the request as parked for its client's retry (see [`Waiter::parked`]).
     pub fn park(&self) {
         if let Some(w) = self.list.lock().unwrap().iter_mut().find(|w| w.id == self.id) {
@@ -121,15 +134,44 @@ impl Callers {
     /// are sent for it, and its questions are asked through `asker`.
     pub fn wait(&self, cx: &RequestContext, tag: u64, asker: Asker) -> Waiting {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let waiter = Waiter { id, tag, owner: Owner::of(cx), cx: cx.clone(), asker, parked: false };
+        let deliveries = Arc::new(tokio::sync::RwLock::new(()));
+        let waiter = Waiter {
+            id,
+            tag,
+            owner: Owner::of(cx),
+            cx: cx.clone(),
+            asker,
+            parked: false,
+            deliveries: deliveries.clone(),
+        };
         self.waiting.lock().unwrap().push(waiter);
-        Waiting { list: self.waiting.clone(), id }
+        Waiting { list: self.waiting.clone(), id, deliveries }
     }
 
     /// The request a message from the upstream is for: the one its tag names, else on a
     /// connection `owned` by one caller its latest, else the latest when every waiting request
     /// is one caller's. `what` names the message in the refusal.
     pub fn find(&self, tag: Option<u64>, owned: bool, what: &str) -> Result<(RequestContext, Asker), String> {
+        self.find_waiter(tag, owned, what, |w| (w.cx.clone(), w.asker.clone()))
+    }
+
+    /// Where a log line goes, as [`find`](Self::find): the request's context, and a hold on its
+    /// answer until the line has been passed on ([`Waiting::delivered`]).
+    pub fn find_for_log(
+        &self,
+        tag: Option<u64>,
+        owned: bool,
+    ) -> Result<(RequestContext, Option<tokio::sync::OwnedRwLockReadGuard<()>>), String> {
+        self.find_waiter(tag, owned, "log message", |w| (w.cx.clone(), w.deliveries.clone().try_read_owned().ok()))
+    }
+
+    fn find_waiter<T>(
+        &self,
+        tag: Option<u64>,
+        owned: bool,
+        what: &str,
+        take: impl FnOnce(&Waiter) -> T,
+    ) -> Result<T, String> {
         if what == "roots/list" && !owned {
             return Err(SHARED_ROOTS.into());
         }
@@ -158,7 +200,7 @@ impl Callers {
                 latest
             }
         };
-        Ok((found.cx.clone(), found.asker.clone()))
+        Ok(take(found))
     }
 
     /// How many requests wait (parked ones included).

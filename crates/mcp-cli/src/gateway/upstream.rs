@@ -532,9 +532,14 @@ impl Upstream {
             params.get("level").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or(LoggingLevel::Info);
         let logger = params.get("logger").and_then(Value::as_str).map(str::to_owned);
         let data = params.get("data").cloned().unwrap_or(Value::Null);
-        match self.callers.find(mcp::client::question_tag(), self.owned(), "log message") {
-            Ok((cx, _)) => {
-                tokio::spawn(async move { cx.log(level, logger.as_deref(), data).await });
+        match self.callers.find_for_log(mcp::client::question_tag(), self.owned()) {
+            Ok((cx, hold)) => {
+                // Passed on in a task of its own (the client's reader must not wait on a
+                // downstream client); the hold keeps the call's answer behind it.
+                tokio::spawn(async move {
+                    cx.log(level, logger.as_deref(), data).await;
+                    drop(hold);
+                });
             }
             Err(_) => tracing::info!("upstream {:?} logged ({level:?}): {data}", self.config.key),
         }
@@ -577,9 +582,12 @@ impl Upstream {
                     }
                 }
                 joined = &mut running.handle => {
-                    // What came just before the answer is still passed on.
+                    // What came just before the answer is still passed on, before it.
                     if let Some(p) = running.fresh_progress() {
                         cx.progress(p.progress, p.total, p.message.as_deref()).await;
+                    }
+                    if let Some(waiter) = &running.waiter {
+                        waiter.delivered().await;
                     }
                     let outcome = joined.unwrap_or_else(|e| Err(mcp::Error::from(std::io::Error::other(e))));
                     self.metrics.record(running.started.elapsed(), outcome.is_err());
