@@ -15,6 +15,9 @@ pub mod auth;
 pub mod cli;
 #[cfg(feature = "client")]
 pub mod client;
+// The parts the transports, the server and the client share (JSON lines, outbox, sessions):
+// public for the workspace's own crates and benches, not an API (it changes with any release).
+#[doc(hidden)]
 pub mod engine;
 pub mod error;
 #[cfg(feature = "fuzzing")]
@@ -22,6 +25,7 @@ pub mod error;
 pub mod fuzzing;
 #[cfg(feature = "http")]
 pub mod net;
+pub mod proxy;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod server;
@@ -30,6 +34,9 @@ pub mod telemetry;
 #[cfg(feature = "client")]
 pub mod testing;
 pub mod transport;
+// Helpers of the crate's own (percent-decoding, random ids, clocks) that the workspace's servers
+// reuse: not an API (it changes with any release).
+#[doc(hidden)]
 pub mod util;
 
 #[cfg(feature = "tls")]

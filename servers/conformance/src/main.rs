@@ -393,7 +393,6 @@ fn router() -> Router {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let router = tasks::add(modern::add(router()));
-    let _ = modern::ROUTER.set(router.clone());
     match mcp::serve(router).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

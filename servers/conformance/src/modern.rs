@@ -1,17 +1,13 @@
 //! What the 2026-07-28 scenarios of the suite call: multi round-trip (`input_required`) tools
 //! and prompt, capability and logging probes, run-time list changes, `x-mcp-header` arguments.
 
-use std::sync::OnceLock;
-
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{NoArgs, RequestContext, Router, ToolDef, ToolError};
 use mcp::types::logging::LoggingLevel;
 use mcp::types::prompts::{Prompt, PromptMessage};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-
-/// The router, for tools that change it while serving.
-pub static ROUTER: OnceLock<Router> = OnceLock::new();
 
 fn ask_name(message: &str) -> Value {
     json!({
@@ -133,16 +129,16 @@ async fn dynamic(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
     Ok("I come and go".into())
 }
 
-async fn trigger_tool_change(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
-    let router = ROUTER.get().ok_or_else(|| ToolError::new("router not ready"))?;
+async fn trigger_tool_change(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
+    let router = cx.router().ok_or_else(|| ToolError::new("router not ready"))?;
     if !router.remove_tool("test_dynamic_tool") {
         router.add_tool(ToolDef::new("test_dynamic_tool").description("Added at run time."), dynamic);
     }
     Ok("Tool list changed".into())
 }
 
-async fn trigger_prompt_change(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
-    let router = ROUTER.get().ok_or_else(|| ToolError::new("router not ready"))?;
+async fn trigger_prompt_change(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
+    let router = cx.router().ok_or_else(|| ToolError::new("router not ready"))?;
     if !router.remove_prompt("test_dynamic_prompt") {
         let prompt = Prompt {
             name: "test_dynamic_prompt".into(),

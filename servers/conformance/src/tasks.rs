@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{NoArgs, RequestContext, Router, ToolDef, ToolError};
 use mcp::tasks::TaskSupport;
 use schemars::JsonSchema;

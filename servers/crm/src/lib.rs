@@ -104,9 +104,9 @@ fn prompt(name: &str, title: &str, description: &str) -> mcp::types::prompts::Pr
 /// The MCP server over `app`.
 pub fn router(app: Arc<App>) -> Router {
     use mcp::server::ToolDef;
-    let a = app.clone();
     let mut router = Router::new()
         .info("crm-mcp", env!("CARGO_PKG_VERSION"))
+        .with_state(app.clone())
         .instructions(
             "crm-mcp reads a customer database (read-only). Find customers with search_customer (names in kanji, \
              kana or Latin letters, or e-mail addresses), then get_customer and list_interactions by 顧客ID. \
@@ -114,19 +114,16 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .tool_def(
             ToolDef::new("search_customer").title("Search customers").description(SEARCH).read_only(),
-            move |args, cx| tools::search_customer(a.clone(), args, cx),
+            tools::search_customer,
         );
-    let a = app.clone();
     router = router.tool_def(
         ToolDef::new("get_customer").title("Get a customer").description(GET).read_only(),
-        move |args, cx| tools::get_customer(a.clone(), args, cx),
+        tools::get_customer,
     );
-    let a = app.clone();
     router = router.tool_def(
         ToolDef::new("list_interactions").title("List a customer's interactions").description(LIST).read_only(),
-        move |args, cx| tools::list_interactions(a.clone(), args, cx),
+        tools::list_interactions,
     );
-    let a = app.clone();
     router = router.resource_def(
         Resource {
             uri: "crm://schema".into(),
@@ -136,14 +133,12 @@ pub fn router(app: Arc<App>) -> Router {
             mime_type: Some("application/json".into()),
             ..Default::default()
         },
-        move |r, cx| resources::schema_resource(a.clone(), r, cx),
+        resources::schema_resource,
     );
-    let a = app.clone();
     router = router.resource_template_def(
         template("crm://customers/{id}", "customer", "A customer", "The profile of customer {id} (顧客ID)."),
-        move |r, cx| resources::customer_resource(a.clone(), r, cx),
+        resources::customer_resource,
     );
-    let a = app.clone();
     router = router.resource_template_def(
         template(
             "crm://customers/{id}/interactions",
@@ -151,9 +146,8 @@ pub fn router(app: Arc<App>) -> Router {
             "A customer's interactions",
             "The latest 100 interactions of customer {id}, newest first, with snippets (customer-written, untrusted).",
         ),
-        move |r, cx| resources::interactions_resource(a.clone(), r, cx),
+        resources::interactions_resource,
     );
-    let a = app.clone();
     router = router.resource_template_def(
         template(
             "crm://interactions/{id}",
@@ -161,7 +155,7 @@ pub fn router(app: Arc<App>) -> Router {
             "An interaction",
             "Interaction {id}, its whole body (customer-written, untrusted; cut at 64 KiB).",
         ),
-        move |r, cx| resources::interaction_resource(a.clone(), r, cx),
+        resources::interaction_resource,
     );
     for uri in ["crm://customers/{id}", "crm://customers/{id}/interactions"] {
         let a = app.clone();
@@ -173,23 +167,21 @@ pub fn router(app: Arc<App>) -> Router {
     router = router.complete_resource_argument("crm://interactions/{id}", "id", move |typed: &str, _: &_| {
         resources::complete_ids(a.interaction_ids(), typed)
     });
-    let a = app.clone();
     router = router.prompt_def(
         prompt(
             "customer_briefing",
             "Pre-meeting briefing / 会議前ブリーフィング",
             "A one-page briefing before meeting a customer, from the profile and the latest interactions (ja or en).",
         ),
-        move |args, cx| resources::briefing_prompt(a.clone(), args, cx),
+        resources::briefing_prompt,
     );
-    let a = app.clone();
     router = router.prompt_def(
         prompt(
             "follow_up_draft",
             "Follow-up draft / フォローアップの下書き",
             "Drafts a follow-up e-mail after the latest interaction (ja or en); nothing is sent.",
         ),
-        move |args, cx| resources::follow_up_prompt(a.clone(), args, cx),
+        resources::follow_up_prompt,
     );
     for name in ["customer_briefing", "follow_up_draft"] {
         let a = app.clone();

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp::server::{RequestContext, ResourceRequest, ToolError};
+use mcp::server::{RequestContext, ResourceRequest, State, ToolError};
 use mcp::types::prompts::PromptMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -49,7 +49,11 @@ pub fn schema(app: &App) -> serde_json::Value {
 }
 
 /// `crm://schema`.
-pub async fn schema_resource(app: Arc<App>, _r: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
+pub async fn schema_resource(
+    State(app): State<Arc<App>>,
+    _r: ResourceRequest,
+    _cx: RequestContext,
+) -> Result<String, ToolError> {
     Ok(serde_json::to_string_pretty(&schema(&app))?)
 }
 
@@ -65,7 +69,7 @@ fn parse_id(text: &str, what: &str) -> Result<i64, ToolError> {
 
 /// `crm://customers/{id}`.
 pub async fn customer_resource(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     r: ResourceRequest<IdParams>,
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
@@ -80,7 +84,7 @@ const RESOURCE_INTERACTIONS: u32 = 100;
 
 /// `crm://customers/{id}/interactions`: the latest 100, newest first, as summaries.
 pub async fn interactions_resource(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     r: ResourceRequest<IdParams>,
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
@@ -96,7 +100,7 @@ pub async fn interactions_resource(
 
 /// `crm://interactions/{id}`: one interaction, whole (bodies cut at 64 KiB).
 pub async fn interaction_resource(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     r: ResourceRequest<IdParams>,
     _cx: RequestContext,
 ) -> Result<String, ToolError> {
@@ -161,7 +165,7 @@ async fn context(app: &App, args: &PromptArgs) -> Result<(i64, String), ToolErro
 
 /// `customer_briefing`: prepares a pre-meeting briefing.
 pub async fn briefing_prompt(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: PromptArgs,
     _cx: RequestContext,
 ) -> Result<Vec<PromptMessage>, ToolError> {
@@ -185,7 +189,7 @@ pub async fn briefing_prompt(
 
 /// `follow_up_draft`: drafts a follow-up message (the server itself sends nothing).
 pub async fn follow_up_prompt(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: PromptArgs,
     _cx: RequestContext,
 ) -> Result<Vec<PromptMessage>, ToolError> {

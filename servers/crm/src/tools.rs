@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp::server::{RequestContext, Rich, ToolError};
+use mcp::server::{RequestContext, Rich, State, ToolError};
 use mcp::types::content::ContentBlock;
 use mcp::types::resources::Resource;
 use schemars::JsonSchema;
@@ -79,7 +79,7 @@ pub fn hit_line(hit: &CustomerHit) -> String {
 
 /// `search_customer`.
 pub async fn search_customer(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: SearchArgs,
     cx: RequestContext,
 ) -> Result<Rich<SearchOutput>, ToolError> {
@@ -143,7 +143,11 @@ pub fn profile_text(c: &Customer) -> String {
 }
 
 /// `get_customer`.
-pub async fn get_customer(app: Arc<App>, args: CustomerArgs, cx: RequestContext) -> Result<Rich<Customer>, ToolError> {
+pub async fn get_customer(
+    State(app): State<Arc<App>>,
+    args: CustomerArgs,
+    cx: RequestContext,
+) -> Result<Rich<Customer>, ToolError> {
     let customer = app.store.customer(args.customer_id).await?;
     let customer = customer.ok_or_else(|| no_customer(args.customer_id))?;
     let mut content = vec![ContentBlock::text(profile_text(&customer))];
@@ -172,7 +176,7 @@ pub fn fenced(boundary: &str, text: &str) -> String {
 
 /// `list_interactions`.
 pub async fn list_interactions(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: InteractionsArgs,
     cx: RequestContext,
 ) -> Result<Rich<InteractionsOutput>, ToolError> {

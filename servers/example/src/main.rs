@@ -82,9 +82,6 @@ const PIXEL_PNG: &str =
 /// extension's postMessage bridge to its host, and adds one through the host's `tools/call`.
 const COUNTER_APP: &str = include_str!("counter-app.html");
 
-/// The router being served, for tools that announce changes.
-static ROUTER: std::sync::OnceLock<Router> = std::sync::OnceLock::new();
-
 /// Arguments of the `greet` prompt.
 #[derive(Deserialize, JsonSchema)]
 struct Greet {
@@ -136,8 +133,8 @@ async fn confirm(args: Confirm, cx: RequestContext) -> Result<String, ToolError>
     }
 }
 
-async fn announce(args: Announce, _cx: RequestContext) -> Result<String, ToolError> {
-    let router = ROUTER.get().ok_or_else(|| ToolError::new("the server is not serving yet"))?;
+async fn announce(args: Announce, cx: RequestContext) -> Result<String, ToolError> {
+    let router = cx.router().ok_or_else(|| ToolError::new("the server is not serving yet"))?;
     router.notify_resource_updated(&args.uri);
     Ok(format!("subscribers of {} were told it changed", args.uri))
 }
@@ -242,7 +239,6 @@ fn app_meta(uri: &str) -> serde_json::Map<String, serde_json::Value> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let router = router();
-    let _ = ROUTER.set(router.clone());
     match mcp::serve(router).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -101,6 +101,6 @@ pub fn router(app: Arc<App>) -> Router {
          them). Paths are absolute, or relative to the first allowed directory. Use grep to search contents, \
          search_files to find names, read_text_file with head/tail for parts of large files.",
     );
-    let router = tools::register(router, app.clone());
+    let router = tools::register(router.with_state(app.clone()), app.read_only);
     resources::register(router, app)
 }

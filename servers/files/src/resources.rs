@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
-use mcp::server::{RequestContext, ResourceRequest, Router, ToolError};
+use mcp::server::{RequestContext, ResourceRequest, Router, State, ToolError};
 use mcp::types::content::{BlobResourceContents, ResourceContents, TextResourceContents};
 use mcp::types::resources::{Resource, ResourceTemplate};
 use rustix::fs::{fstat, FileType, OFlags};
@@ -30,7 +30,6 @@ const MAX_COMPLETIONS: usize = 100;
 /// Registers the resources, the template, its completion and the subscription hook.
 pub fn register(mut router: Router, app: Arc<App>) -> Router {
     for root in app.roots.last().roots.iter() {
-        let a = app.clone();
         let shown = root.path.display().to_string();
         router = router.resource_def(
             Resource {
@@ -41,10 +40,9 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
                 mime_type: Some("text/plain".into()),
                 ..Default::default()
             },
-            move |r: ResourceRequest, cx| read(a.clone(), r.uri, cx),
+            |State(app): State<Arc<App>>, r: ResourceRequest, cx| read(app, r.uri, cx),
         );
     }
-    let a = app.clone();
     router = router.resource_template_def(
         ResourceTemplate {
             uri_template: "file://{+path}".into(),
@@ -57,7 +55,7 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
             ),
             ..Default::default()
         },
-        move |r: ResourceRequest<FilePath>, cx| read(a.clone(), r.uri, cx),
+        |State(app): State<Arc<App>>, r: ResourceRequest<FilePath>, cx| read(app, r.uri, cx),
     );
     let a = app.clone();
     router = router.complete_resource_argument("file://{+path}", "path", move |typed: &str, _: &_| complete(&a, typed));

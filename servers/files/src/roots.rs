@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{RequestContext, ToolError};
 use mcp::types::roots::Root as ClientRoot;
 

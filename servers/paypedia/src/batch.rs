@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use mcp::server::{IntoToolOutput, RequestContext, Structured, ToolError};
+use mcp::server::{IntoToolOutput, RequestContext, State, Structured, ToolError};
 use mcp::types::content::ContentBlock;
 use mcp::types::resources::Resource;
 use mcp::types::tools::CallToolResult;
@@ -83,7 +83,8 @@ pub struct BatchSummary {
     pub report: ReportInfo,
 }
 
-/// Where reports go and which directories the batch may read (set once at start-up).
+/// Where reports go and which directories the batch may read: the router's state (as an
+/// `Arc<BatchConfig>`), set at start-up.
 pub struct BatchConfig {
     /// The reports' directory.
     pub report_dir: PathBuf,
@@ -91,16 +92,11 @@ pub struct BatchConfig {
     pub input_dirs: Vec<PathBuf>,
 }
 
-static CONFIG: OnceLock<BatchConfig> = OnceLock::new();
-
-/// Sets where reports go and what may be read; the default puts reports under the temporary
-/// directory and reads no files.
-pub fn configure(config: BatchConfig) {
-    let _ = CONFIG.set(config);
-}
-
-fn config() -> &'static BatchConfig {
-    CONFIG.get_or_init(|| BatchConfig { report_dir: default_report_dir(), input_dirs: Vec::new() })
+impl Default for BatchConfig {
+    /// Reports under the temporary directory, no file read.
+    fn default() -> Self {
+        BatchConfig { report_dir: default_report_dir(), input_dirs: Vec::new() }
+    }
 }
 
 /// `$TMPDIR/paypedia-reports-$USER`: one directory per user, the same across restarts (a
@@ -112,10 +108,15 @@ pub fn default_report_dir() -> PathBuf {
 }
 
 /// The tool.
-pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<BatchOutput, ToolError> {
+pub async fn iban_check_batch(
+    State(config): State<Arc<BatchConfig>>,
+    args: BatchArgs,
+    cx: RequestContext,
+) -> Result<BatchOutput, ToolError> {
+    let data: &'static Data = *cx.state::<&'static Data>()?;
     let input = match (args.input, args.uri) {
         (Some(input), None) => Input::Inline(input),
-        (None, Some(uri)) => Input::File(allowed_file(&uri)?),
+        (None, Some(uri)) => Input::File(allowed_file(&config, &uri)?),
         _ => {
             return Err(ToolError::new("Pass exactly one of input (the IBANs, one per line) and uri (a file of them)."))
         }
@@ -133,7 +134,8 @@ pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<Bat
             "The batch has {lines} lines; at most {MAX_IBANS} IBANs fit in one batch: split it and start one batch per part."
         )));
     }
-    let (id, path) = new_report(&cx.account()).map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
+    let (id, path) = new_report(&config.report_dir, &cx.account())
+        .map_err(|e| ToolError::new(format!("cannot write the report: {e}")))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, usize)>(8);
     let worker_stop = stop.clone();
     let worker_path = path.clone();
@@ -143,10 +145,10 @@ pub async fn iban_check_batch(args: BatchArgs, cx: RequestContext) -> Result<Bat
             let _ = tx.try_send((done, invalid));
         };
         match &input {
-            Input::Inline(text) => check_all(Data::current(), text.as_bytes(), lines, file, &worker_stop, report),
+            Input::Inline(text) => check_all(data, text.as_bytes(), lines, file, &worker_stop, report),
             Input::File(path) => {
                 let reader = std::io::BufReader::new(std::fs::File::open(path)?);
-                check_all(Data::current(), reader, lines, file, &worker_stop, report)
+                check_all(data, reader, lines, file, &worker_stop, report)
             }
         }
     });
@@ -276,12 +278,12 @@ pub fn report_link(summary: &BatchSummary) -> ContentBlock {
 }
 
 /// The file a `file://` URI names, if it is inside an allowed directory and not too large.
-fn allowed_file(uri: &str) -> Result<PathBuf, ToolError> {
+fn allowed_file(config: &BatchConfig, uri: &str) -> Result<PathBuf, ToolError> {
     let path = uri.strip_prefix("file://").ok_or_else(|| {
         ToolError::new(format!("uri {uri:?} is not a file:// URI; pass the IBANs inline with input, or a file:// URI"))
     })?;
     let path = percent_decode(path);
-    let allowed = &config().input_dirs;
+    let allowed = &config.input_dirs;
     if allowed.is_empty() {
         return Err(ToolError::new(
             "This server reads no files (it was started without --input-dir): pass the IBANs inline with input.",
@@ -321,8 +323,7 @@ fn percent_decode(text: &str) -> String {
 
 /// A new report file for `account`: its id and path (reports older than a day are removed on
 /// the way). Beside it, `ID.owner` holds a digest of the account, which reading it must match.
-fn new_report(account: &str) -> std::io::Result<(String, PathBuf)> {
-    let dir = &config().report_dir;
+fn new_report(dir: &Path, account: &str) -> std::io::Result<(String, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     remove_old_reports(dir);
     // Never a guessable id (it is the report's only key): without a random source, no report.
@@ -353,12 +354,11 @@ fn remove_old_reports(dir: &Path) {
 }
 
 /// The path of report `id`, if it exists and `account` ran it.
-pub fn report_path(id: &str, account: &str) -> Option<PathBuf> {
+pub fn report_path(dir: &Path, id: &str, account: &str) -> Option<PathBuf> {
     let valid = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
     if !valid {
         return None;
     }
-    let dir = &config().report_dir;
     let owner = std::fs::read_to_string(dir.join(format!("{id}.owner"))).ok()?;
     let path = dir.join(format!("{id}.csv"));
     (owner.trim() == owner_digest(account) && path.exists()).then_some(path)
@@ -507,18 +507,23 @@ fn missing(id: &str) -> ToolError {
 /// `paypedia://reports/{id}`: the whole CSV report, whatever its size: streamed from its file
 /// as it is sent, so the server holds a chunk of it at a time, never the whole.
 pub async fn report_resource(
+    State(config): State<Arc<BatchConfig>>,
     r: mcp::server::ResourceRequest<ReportParams>,
     cx: RequestContext,
 ) -> Result<mcp::server::StreamedText, ToolError> {
-    let path = report_path(&r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
+    let path = report_path(&config.report_dir, &r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
     mcp::server::StreamedText::file(path).await.map_err(|e| ToolError::new(format!("cannot read the report: {e}")))
 }
 
 /// `paypedia://reports/{id}/part/{n}`: rows `(n-1)*100000+1` to `n*100000` of a report, with its
 /// header; read line by line, so only the part is held.
-pub async fn report_part(r: mcp::server::ResourceRequest<PartParams>, cx: RequestContext) -> Result<String, ToolError> {
+pub async fn report_part(
+    State(config): State<Arc<BatchConfig>>,
+    r: mcp::server::ResourceRequest<PartParams>,
+    cx: RequestContext,
+) -> Result<String, ToolError> {
     use std::io::BufRead;
-    let path = report_path(&r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
+    let path = report_path(&config.report_dir, &r.params.id, &cx.account()).ok_or_else(|| missing(&r.params.id))?;
     let n = r.params.n;
     if n == 0 {
         return Err(ToolError::invalid_params("parts are numbered from 1"));

@@ -7,10 +7,11 @@
 //! DIR instead of the registry built into the binary.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Parser;
 use mcp::cli::ServeArgs;
-use mcp::server::{RequestContext, Router, Structured, ToolDef, ToolError};
+use mcp::server::{RequestContext, Router, State, Structured, ToolDef, ToolError};
 use mcp::tasks::TaskSupport;
 use paypedia::batch;
 use paypedia::tools::{
@@ -45,21 +46,40 @@ const READ: &[&str] = &["paypedia:read"];
 /// The scope of `iban_check_batch` and its reports (a batch costs far more than a lookup).
 const BATCH: &[&str] = &["paypedia:batch"];
 
-async fn iban_check(args: IbanCheckArgs, _cx: RequestContext) -> Result<Structured<IbanCheckOutput>, ToolError> {
-    tools::iban_check(Data::current(), &args.input)
+/// The registry the server runs with, as the handlers take it.
+type Registry = State<&'static Data>;
+
+async fn iban_check(
+    State(data): Registry,
+    args: IbanCheckArgs,
+    _cx: RequestContext,
+) -> Result<Structured<IbanCheckOutput>, ToolError> {
+    tools::iban_check(data, &args.input)
 }
 
-async fn bank_resolve(args: BankResolveArgs, _cx: RequestContext) -> Result<Structured<BankResolveOutput>, ToolError> {
-    tools::bank_resolve(Data::current(), &args.country, &args.bank_code)
+async fn bank_resolve(
+    State(data): Registry,
+    args: BankResolveArgs,
+    _cx: RequestContext,
+) -> Result<Structured<BankResolveOutput>, ToolError> {
+    tools::bank_resolve(data, &args.country, &args.bank_code)
 }
 
-async fn bic_lookup(args: BicLookupArgs, _cx: RequestContext) -> Result<Structured<BicLookupOutput>, ToolError> {
-    tools::bic_lookup(Data::current(), &args.bic)
+async fn bic_lookup(
+    State(data): Registry,
+    args: BicLookupArgs,
+    _cx: RequestContext,
+) -> Result<Structured<BicLookupOutput>, ToolError> {
+    tools::bic_lookup(data, &args.bic)
 }
 
-fn router() -> Router {
+/// The server over `data` (the embedded registry, or the one `--data` loaded), its batches
+/// as `batches` says.
+fn router(data: &'static Data, batches: batch::BatchConfig) -> Router {
     Router::new()
         .info("paypedia", env!("CARGO_PKG_VERSION"))
+        .with_state(data)
+        .with_state(Arc::new(batches))
         .instructions(
             "paypedia checks IBANs (iban_check) and resolves national bank codes (bank_resolve) and BICs \
              (bic_lookup) on a registry of real bank data. Read paypedia://countries for IBAN formats.",
@@ -139,15 +159,9 @@ fn router() -> Router {
             },
             tools::country_resource,
         )
-        .complete_resource_argument("paypedia://countries/{cc}", "cc", |typed: &str, _: &_| {
+        .complete_resource_argument("paypedia://countries/{cc}", "cc", move |typed: &str, _: &_| {
             let typed = typed.to_ascii_uppercase();
-            Data::current()
-                .formats()
-                .all()
-                .iter()
-                .map(|f| f.country.clone())
-                .filter(|c| c.starts_with(&typed))
-                .collect()
+            data.formats().all().iter().map(|f| f.country.clone()).filter(|c| c.starts_with(&typed)).collect()
         })
         .prompt_def(
             mcp::types::prompts::Prompt {
@@ -189,15 +203,16 @@ struct Cli {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     let cli: Cli = mcp::cli::parse();
-    if let Some(dir) = &cli.data {
-        match Data::load(dir) {
-            Ok(data) => Data::install(data),
+    let data = match &cli.data {
+        None => Data::embedded(),
+        Some(dir) => match Data::load(dir) {
+            Ok(data) => data,
             Err(e) => {
                 eprintln!("paypedia: cannot load --data {}: {e}", dir.display());
                 return std::process::ExitCode::FAILURE;
             }
-        }
-    }
+        },
+    };
     let mut input_dirs = Vec::new();
     for dir in &cli.input_dirs {
         match std::fs::canonicalize(dir) {
@@ -209,8 +224,8 @@ async fn main() -> std::process::ExitCode {
         }
     }
     let report_dir = cli.report_dir.clone().unwrap_or_else(batch::default_report_dir);
-    batch::configure(batch::BatchConfig { report_dir, input_dirs });
-    match mcp::cli::serve(router(), &cli.serve).await {
+    let batches = batch::BatchConfig { report_dir, input_dirs };
+    match mcp::cli::serve(router(data, batches), &cli.serve).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("paypedia: {e}");

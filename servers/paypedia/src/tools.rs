@@ -1,7 +1,7 @@
 //! The MCP face of paypedia: tool arguments, structured outputs, the text handed to the model,
 //! the country resources and the payment-check prompt.
 
-use mcp::server::{RequestContext, ResourceRequest, Structured, ToolError};
+use mcp::server::{RequestContext, ResourceRequest, State, Structured, ToolError};
 use mcp::types::prompts::PromptMessage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -509,8 +509,11 @@ fn country_info(data: &Data, format: &crate::formats::Format) -> CountryInfo {
 }
 
 /// `paypedia://countries`: every country's IBAN format.
-pub async fn countries_resource(_r: ResourceRequest, _cx: RequestContext) -> Result<String, ToolError> {
-    let data = Data::current();
+pub async fn countries_resource(
+    State(data): State<&'static Data>,
+    _r: ResourceRequest,
+    _cx: RequestContext,
+) -> Result<String, ToolError> {
     let all: Vec<CountryInfo> = data.formats().all().into_iter().map(|f| country_info(data, f)).collect();
     Ok(serde_json::to_string_pretty(&all)?)
 }
@@ -522,8 +525,11 @@ pub struct CountryParams {
 }
 
 /// `paypedia://countries/{cc}`: one country's IBAN format.
-pub async fn country_resource(r: ResourceRequest<CountryParams>, _cx: RequestContext) -> Result<String, ToolError> {
-    let data = Data::current();
+pub async fn country_resource(
+    State(data): State<&'static Data>,
+    r: ResourceRequest<CountryParams>,
+    _cx: RequestContext,
+) -> Result<String, ToolError> {
     let cc = r.params.cc.to_ascii_uppercase();
     let format = data.formats().get(&cc).ok_or_else(|| {
         ToolError::not_found(format!("No IBAN format for {cc:?}; read paypedia://countries for the list."))
@@ -561,17 +567,3 @@ pub async fn check_payment_prompt(
             by a channel other than the one the details came from (changed bank details are a classic fraud)."
     ))])
 }
-
-impl Data {
-    /// The data the server runs with: the embedded registry, unless `--data` loaded another.
-    pub fn current() -> &'static Data {
-        CURRENT.get().copied().unwrap_or_else(Data::embedded)
-    }
-
-    /// Makes `data` the one the tools use (once, at start-up).
-    pub fn install(data: &'static Data) {
-        let _ = CURRENT.set(data);
-    }
-}
-
-static CURRENT: std::sync::OnceLock<&'static Data> = std::sync::OnceLock::new();

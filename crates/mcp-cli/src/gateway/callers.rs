@@ -19,8 +19,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use mcp::proxy::{ProxyContext as _, SessionRef};
 use mcp::server::tasks::ANONYMOUS;
-use mcp::server::{RequestContext, SessionRef};
+use mcp::server::RequestContext;
 
 use super::parked::Asker;
 

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp::proxy::ProxyRouter as _;
 use mcp::server::middleware::AuditLog;
 use mcp::server::tasks::ANONYMOUS;
 use mcp::server::uri_template::UriTemplate;

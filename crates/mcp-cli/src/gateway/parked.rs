@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mcp::client::Client;
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{BoxFuture, RequestContext, ToolError};
 use mcp::types::utilities::ProgressParams;
 use serde_json::Value;

@@ -6,6 +6,7 @@
 //! request. A 2026-07-28 client gets `input_required` itself, and the upstream's state travels
 //! inside the gateway's own sealed `requestState`: the gateway keeps nothing between rounds.
 
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{RequestContext, ToolError};
 use mcp::types::meta;
 use serde_json::{json, Map, Value};

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use mcp::client::{Client, ClientOptions, Handler, Handlers, NotificationFn, Stderr};
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{BoxFuture, RequestContext, ToolError};
 use mcp::types::logging::LoggingLevel;
 use mcp::types::ErrorObject;

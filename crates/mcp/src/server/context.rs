@@ -8,7 +8,7 @@
 //! once per round; keep it free of side effects, or idempotent).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mcp_types::elicitation::{ElicitAction, ElicitParams, ElicitResult, RequestedSchema};
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
@@ -30,8 +30,10 @@ use crate::engine::session::Session;
 use crate::error::ToolError;
 use crate::server::tasks::manager::LiveTask;
 use crate::server::tasks::record::TaskForm;
+use crate::server::Router;
 
-/// A legacy session, named without being kept alive (see [`RequestContext::session_ref`]).
+/// A legacy session, named without being kept alive (see
+/// [`ProxyContext::session_ref`](crate::proxy::ProxyContext::session_ref)).
 #[derive(Clone, Debug)]
 pub struct SessionRef(std::sync::Weak<Session>);
 
@@ -72,6 +74,8 @@ pub struct RequestContext {
 
 #[derive(Debug)]
 struct Inner {
+    /// The router serving the request, set when it starts to (its state, its lists).
+    router: OnceLock<Router>,
     id: RequestId,
     origin: Origin,
     progress_token: Option<ProgressToken>,
@@ -199,6 +203,7 @@ impl RequestContext {
     pub(crate) fn new(parts: ContextParts) -> Self {
         RequestContext {
             inner: Arc::new(Inner {
+                router: OnceLock::new(),
                 id: parts.id,
                 origin: parts.origin,
                 progress_token: parts.progress_token,
@@ -253,6 +258,7 @@ impl RequestContext {
         };
         let cx = RequestContext {
             inner: Arc::new(Inner {
+                router: inner.router.clone(),
                 id: inner.id.clone(),
                 origin: inner.origin.clone(),
                 progress_token: inner.progress_token.clone(),
@@ -267,6 +273,34 @@ impl RequestContext {
             }),
         };
         (cx, slot)
+    }
+
+    /// Ties the request to the router that serves it (the first router to do so keeps it).
+    pub(crate) fn served_by(&self, router: &Router) {
+        if self.inner.router.get().is_none() {
+            let _ = self.inner.router.set(router.clone());
+        }
+    }
+
+    /// The value of type `S` given to [`Router::with_state`] (the same one a handler taking
+    /// [`State<S>`](crate::server::State) gets). A router without one answers the request with an
+    /// internal error naming the type: a mistake of the server's author, not one the model can
+    /// fix.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Result<&S, ToolError> {
+        self.inner.router.get().and_then(|router| router.inner.config.states.get::<S>()).ok_or_else(|| {
+            ToolError::protocol(ErrorObject::internal(format!(
+                "the server has no state of type {}: its author must give it with Router::with_state",
+                std::any::type_name::<S>()
+            )))
+        })
+    }
+
+    /// The router serving the request: to change what it lists while it serves
+    /// ([`Router::add_tool`], [`Router::remove_tool`], ...) or to tell subscribers a resource
+    /// changed, each reaching every connection as its era's notification. `None` only for a
+    /// context no router has served yet.
+    pub fn router(&self) -> Option<&Router> {
+        self.inner.router.get()
     }
 
     /// The task this call became, if it did.
@@ -305,7 +339,7 @@ impl RequestContext {
     }
 
     /// Whether the request is a 2026-07-28 (stateless) one.
-    pub fn is_modern(&self) -> bool {
+    pub(crate) fn is_modern(&self) -> bool {
         self.session().is_none()
     }
 
@@ -333,7 +367,7 @@ impl RequestContext {
     /// The legacy session the request came on, as a handle that does not keep it alive: a
     /// gateway keeps a child process per session and ends it when the session ends. `None` for
     /// a 2026-07-28 request.
-    pub fn session_ref(&self) -> Option<SessionRef> {
+    pub(crate) fn session_ref(&self) -> Option<SessionRef> {
         self.session().map(|s| SessionRef(Arc::downgrade(s)))
     }
 
@@ -541,14 +575,14 @@ impl RequestContext {
     /// `elicitation/create`, `sampling/createMessage` or `roots/list`. On a legacy session this
     /// is a request to the client; on a 2026-07-28 request the answer comes from the retry's
     /// `inputResponses[key]`, or the call ends with `input_required` asking for it.
-    pub async fn ask_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
+    pub(crate) async fn ask_keyed(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
         let mut answers = self.ask_all(vec![(key.to_owned(), method.to_owned(), params)]).await?;
         Ok(answers.pop().unwrap_or(Value::Null))
     }
 
     /// Asks several questions at once (one `input_required` round on 2026-07-28 requests; one
     /// request after another on a legacy session). Answers come back in the order asked.
-    pub async fn ask_all(&self, questions: Vec<(String, String, Value)>) -> Result<Vec<Value>, ToolError> {
+    pub(crate) async fn ask_all(&self, questions: Vec<(String, String, Value)>) -> Result<Vec<Value>, ToolError> {
         for (_, method, params) in &questions {
             self.check_capability(method, params)?;
         }
@@ -612,7 +646,7 @@ impl RequestContext {
     }
 
     /// 2026-07-28: the answer the client sent for `key`, on this retry or an earlier round.
-    pub fn input_response(&self, key: &str) -> Option<Value> {
+    pub(crate) fn input_response(&self, key: &str) -> Option<Value> {
         self.inner.input.answers.lock().unwrap().get(key).cloned()
     }
 
@@ -620,18 +654,13 @@ impl RequestContext {
     /// `input_required` this request ends with, so that the retry finds it with
     /// [`input_response`](Self::input_response) while the server keeps nothing (a gateway keeps
     /// its upstream's state there). Use a key no question has.
-    pub fn keep_in_state(&self, key: &str, value: Value) {
+    pub(crate) fn keep_in_state(&self, key: &str, value: Value) {
         self.inner.input.answers.lock().unwrap().insert(key.to_owned(), value);
-    }
-
-    /// 2026-07-28: every answer the client sent with this retry and earlier rounds, by key.
-    pub fn input_responses(&self) -> JsonObject {
-        self.answers()
     }
 
     /// 2026-07-28: whether this retry carried a `requestState` that this server issued and that
     /// verified (sealed, for this request, unexpired).
-    pub fn has_request_state(&self) -> bool {
+    pub(crate) fn has_request_state(&self) -> bool {
         self.inner.input.had_state.load(Ordering::Relaxed)
     }
 

@@ -180,6 +180,7 @@ impl Router {
         cx: &RequestContext,
         modern: bool,
     ) -> Result<Reply, ErrorObject> {
+        cx.served_by(self);
         if method == "tools/call" {
             // Its result stays typed until it is written (see `Reply`).
             let reply = self.call_tool(raw, cx, modern).await?;

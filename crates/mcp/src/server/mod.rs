@@ -19,12 +19,17 @@
 mod access;
 pub(crate) mod bounded;
 mod completion;
+// The connection loop: served through `serve_connection` and `ServeOptions` (re-exported
+// below); its other items are the transports', not an API.
+#[doc(hidden)]
 pub mod connection;
-mod context;
+pub(crate) mod context;
 mod dispatch;
 pub(crate) mod era;
 mod flat_schema;
+mod handler_state;
 pub(crate) mod head;
+pub(crate) mod hooks;
 pub mod identity;
 pub mod middleware;
 mod pagination;
@@ -58,14 +63,15 @@ use tokio::sync::broadcast;
 pub use access::ScopedItem;
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
-pub use context::{Elicitation, RequestContext, SessionRef};
+pub use context::{Elicitation, RequestContext};
+pub use handler_state::State;
 pub use identity::{Identity, Verified};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use reply::Reply;
 pub use resource::{Blob, IntoContents, ResourceHandler, ResourceRequest, StreamedText};
 pub use skills::Skill;
-pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, RawToolHandler, Rich, Structured, ToolDef, ToolHandler};
+pub use tool::{BoxFuture, IntoToolOutput, Json, NoArgs, Rich, Structured, ToolDef, ToolHandler};
 
 pub use crate::error::ToolError;
 pub use mcp_types::logging::LoggingLevel as Level;
@@ -73,8 +79,10 @@ pub use mcp_types::logging::LoggingLevel as Level;
 use crate::server::tasks::manager::TaskManager;
 use crate::server::tasks::{MemoryStore, TaskConfig, TaskStore};
 use completion::Completers;
+use hooks::{CompletionForwarder, TaskForwarder};
 use registry::Registry;
 use state::StateKey;
+use tool::RawToolHandler;
 use uri_template::UriTemplate;
 
 /// A set of tools, resources and prompts, and the server's identity. Cheap to clone: clones
@@ -109,23 +117,6 @@ pub(crate) struct Inner {
     pub skills: RwLock<skills::Skills>,
 }
 
-/// What [`Router::forward_tasks`] is given: the method, its params, the request's context.
-pub type TaskForwarder = Arc<
-    dyn Fn(String, serde_json::Value, RequestContext) -> BoxFuture<Result<serde_json::Value, mcp_types::ErrorObject>>
-        + Send
-        + Sync,
->;
-
-/// What [`Router::complete_with`] is given: the request, and its context.
-pub type CompletionForwarder = Arc<
-    dyn Fn(
-            mcp_types::completion::CompleteParams,
-            RequestContext,
-        ) -> BoxFuture<Result<mcp_types::completion::Completion, ToolError>>
-        + Send
-        + Sync,
->;
-
 /// What [`Router::on_subscribe`] is given: the URI, and whether it is subscribed (`true`) or
 /// unsubscribed (`false`).
 pub type SubscribeHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
@@ -150,6 +141,8 @@ pub(crate) struct Config {
     pub value_budget: usize,
     /// How long-running tools run.
     pub tasks: TaskConfig,
+    /// The values handlers take as [`State`] (see [`Router::with_state`]).
+    pub states: handler_state::States,
 }
 
 impl Default for Router {
@@ -187,6 +180,7 @@ impl Router {
                     max_subscriptions: 1024,
                     value_budget: bounded::DEFAULT_BUDGET,
                     tasks: TaskConfig::default(),
+                    states: handler_state::States::default(),
                 },
                 registry: RwLock::new(Registry::default()),
                 completers: RwLock::new(Completers::default()),
@@ -208,6 +202,32 @@ impl Router {
         let config = &mut Arc::get_mut(&mut self.inner).expect("configure the router before cloning it").config;
         config.info_json = std::sync::OnceLock::new(); // made again from what is configured
         config
+    }
+
+    /// Keeps `state` for handlers: one taking [`State<S>`](State) as its first argument gets a
+    /// clone of it, and any handler can ask [`RequestContext::state`]. One value per type (give
+    /// several types for several values); keep it cheap to clone (an `Arc`, a pool). Panics when
+    /// a value of this type was already given, or when the router was cloned before.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp::server::{NoArgs, RequestContext, Router, State, ToolError};
+    ///
+    /// struct Counter(std::sync::atomic::AtomicU64);
+    ///
+    /// async fn bump(State(counter): State<Arc<Counter>>, _: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
+    ///     Ok(counter.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_string())
+    /// }
+    ///
+    /// let router = Router::new()
+    ///     .with_state(Arc::new(Counter(Default::default())))
+    ///     .tool("bump", "Counts the calls so far.", bump);
+    /// # drop(router);
+    /// ```
+    pub fn with_state<S: Clone + Send + Sync + 'static>(mut self, state: S) -> Self {
+        let added = self.config_mut().states.insert(state);
+        assert!(added, "Router::with_state was given a {} twice", std::any::type_name::<S>());
+        self
     }
 
     /// The server's name and version, as clients see them.
@@ -311,9 +331,10 @@ impl Router {
 
     /// Adds a tool: `name`, the description the model reads, and an async handler
     /// `(Args, RequestContext) -> Result<Out, ToolError>`.
-    pub fn tool<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    pub fn tool<H, Args, Out, St>(self, name: &str, description: &str, handler: H) -> Self
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -321,9 +342,10 @@ impl Router {
     }
 
     /// Adds a tool with a full definition (title, annotations, icons).
-    pub fn tool_def<H, Args, Out>(self, def: ToolDef, handler: H) -> Self
+    pub fn tool_def<H, Args, Out, St>(self, def: ToolDef, handler: H) -> Self
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -335,9 +357,10 @@ impl Router {
 
     /// Adds or replaces a tool while serving; connected clients are told the list changed.
     /// Returns `true` when a tool of that name was replaced.
-    pub fn add_tool<H, Args, Out>(&self, def: ToolDef, handler: H) -> bool
+    pub fn add_tool<H, Args, Out, St>(&self, def: ToolDef, handler: H) -> bool
     where
-        H: ToolHandler<Args, Out>,
+        H: ToolHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoToolOutput + Send + 'static,
     {
@@ -365,7 +388,7 @@ impl Router {
     /// Adds or replaces a tool whose handler answers with the result's JSON itself (see
     /// [`RawToolHandler`]): for a gateway, which passes on what its upstream answered, a task
     /// included. Its arguments are not checked here. Returns `true` when one was replaced.
-    pub fn add_raw_tool(&self, def: ToolDef, handler: RawToolHandler) -> bool {
+    pub(crate) fn add_raw_tool(&self, def: ToolDef, handler: RawToolHandler) -> bool {
         let scopes = def.scopes.clone();
         let entry = tool::raw_entry(def, handler);
         let name = entry.name.clone();
@@ -378,7 +401,7 @@ impl Router {
     /// Sends every `tasks/*` request (get, update, cancel, result, list) to `forwarder` instead
     /// of this router's own tasks, and advertises the tasks extension to 2026-07-28 clients: for
     /// a gateway whose upstreams run the tasks. Set once, before serving.
-    pub fn forward_tasks(self, forwarder: TaskForwarder) -> Self {
+    pub(crate) fn forward_tasks(self, forwarder: TaskForwarder) -> Self {
         let _ = self.inner.task_forwarder.set(forwarder);
         self
     }
@@ -403,9 +426,10 @@ impl Router {
     }
 
     /// Adds a static resource at `uri`; the handler returns its contents.
-    pub fn resource<H, Out>(self, uri: &str, name: &str, handler: H) -> Self
+    pub fn resource<H, Out, St>(self, uri: &str, name: &str, handler: H) -> Self
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let def = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
@@ -413,9 +437,10 @@ impl Router {
     }
 
     /// Adds a static resource with a full definition (description, MIME type, size, ...).
-    pub fn resource_def<H, Out>(self, def: Resource, handler: H) -> Self
+    pub fn resource_def<H, Out, St>(self, def: Resource, handler: H) -> Self
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let uri = def.uri.clone();
@@ -424,9 +449,10 @@ impl Router {
     }
 
     /// Adds or replaces a static resource while serving; clients are told the list changed.
-    pub fn add_resource<H, Out>(&self, def: Resource, handler: H) -> bool
+    pub fn add_resource<H, Out, St>(&self, def: Resource, handler: H) -> bool
     where
-        H: ResourceHandler<(), Out>,
+        H: ResourceHandler<(), Out, St>,
+        St: 'static,
         Out: IntoContents + Send + 'static,
     {
         let handler = resource::erase(handler, def.mime_type.clone());
@@ -448,9 +474,10 @@ impl Router {
 
     /// Adds a family of resources named by an RFC 6570 URI template such as
     /// `"files://{path}"`; the handler receives the variables deserialized into `P`.
-    pub fn resource_template<H, P, Out>(self, uri_template: &str, name: &str, handler: H) -> Self
+    pub fn resource_template<H, P, Out, St>(self, uri_template: &str, name: &str, handler: H) -> Self
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -459,9 +486,10 @@ impl Router {
     }
 
     /// Adds a resource template with a full definition.
-    pub fn resource_template_def<H, P, Out>(self, def: ResourceTemplate, handler: H) -> Self
+    pub fn resource_template_def<H, P, Out, St>(self, def: ResourceTemplate, handler: H) -> Self
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -476,9 +504,10 @@ impl Router {
 
     /// Adds or replaces a resource template while serving; clients are told the list changed.
     /// `Ok(true)` when one of that template was replaced; `Err` says why the template is not one.
-    pub fn add_resource_template<H, P, Out>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
+    pub fn add_resource_template<H, P, Out, St>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
     where
-        H: ResourceHandler<P, Out>,
+        H: ResourceHandler<P, Out, St>,
+        St: 'static,
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
@@ -501,9 +530,10 @@ impl Router {
     }
 
     /// Adds a prompt whose arguments are the fields of `Args` (all strings on the wire).
-    pub fn prompt<H, Args, Out>(self, name: &str, description: &str, handler: H) -> Self
+    pub fn prompt<H, Args, Out, St>(self, name: &str, description: &str, handler: H) -> Self
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
@@ -512,9 +542,10 @@ impl Router {
     }
 
     /// Adds a prompt with a full definition (title, icons, explicit arguments).
-    pub fn prompt_def<H, Args, Out>(self, def: Prompt, handler: H) -> Self
+    pub fn prompt_def<H, Args, Out, St>(self, def: Prompt, handler: H) -> Self
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
@@ -527,9 +558,10 @@ impl Router {
     }
 
     /// Adds or replaces a prompt while serving; clients are told the list changed.
-    pub fn add_prompt<H, Args, Out>(&self, def: Prompt, handler: H) -> bool
+    pub fn add_prompt<H, Args, Out, St>(&self, def: Prompt, handler: H) -> bool
     where
-        H: PromptHandler<Args, Out>,
+        H: PromptHandler<Args, Out, St>,
+        St: 'static,
         Args: DeserializeOwned + JsonSchema + Send + 'static,
         Out: IntoPromptResult + Send + 'static,
     {
@@ -577,7 +609,7 @@ impl Router {
     /// Answers every `completion/complete` with `completer` (an async function), for a server
     /// whose completions come from elsewhere (a gateway's upstreams). The reference is still
     /// checked to name a registered prompt, resource or template first. Set once.
-    pub fn complete_with(self, completer: CompletionForwarder) -> Self {
+    pub(crate) fn complete_with(self, completer: CompletionForwarder) -> Self {
         let _ = self.inner.completer.set(completer);
         self
     }

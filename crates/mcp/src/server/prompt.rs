@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::context::RequestContext;
+use super::handler_state::State;
 use super::schema::schema_for;
 use super::tool::BoxFuture;
 use crate::error::ToolError;
@@ -47,8 +48,9 @@ impl IntoPromptResult for String {
     }
 }
 
-/// An async function usable as a prompt handler.
-pub trait PromptHandler<Args, Out>: Clone + Send + Sync + 'static {
+/// An async function usable as a prompt handler: `Fn(Args, RequestContext)`, or
+/// `Fn(State<S>, Args, RequestContext)` with the router's state first (see [`State`]).
+pub trait PromptHandler<Args, Out, St = ()>: Clone + Send + Sync + 'static {
     /// Renders the prompt.
     fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>>;
 }
@@ -63,6 +65,23 @@ where
     }
 }
 
+impl<F, Fut, S, Args, Out> PromptHandler<Args, Out, State<S>> for F
+where
+    F: Fn(State<S>, Args, RequestContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
+        match cx.state::<S>() {
+            Ok(state) => {
+                let state = State(state.clone());
+                Box::pin((self)(state, args, cx))
+            }
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+}
+
 pub(crate) type ErasedPromptHandler = Arc<
     dyn Fn(BTreeMap<String, String>, RequestContext) -> BoxFuture<Result<GetPromptResult, ToolError>> + Send + Sync,
 >;
@@ -74,9 +93,10 @@ pub(crate) struct PromptEntry {
 }
 
 /// Builds the registry entry; arguments are filled from `Args`'s schema when not given.
-pub(crate) fn entry<H, Args, Out>(mut def: Prompt, handler: H) -> PromptEntry
+pub(crate) fn entry<H, Args, Out, St>(mut def: Prompt, handler: H) -> PromptEntry
 where
-    H: PromptHandler<Args, Out>,
+    H: PromptHandler<Args, Out, St>,
+    St: 'static,
     Args: DeserializeOwned + JsonSchema + Send + 'static,
     Out: IntoPromptResult + Send + 'static,
 {

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::context::RequestContext;
+use super::handler_state::State;
 use super::tool::BoxFuture;
 use super::uri_template::UriTemplate;
 use crate::error::ToolError;
@@ -105,8 +106,10 @@ impl IntoContents for Vec<ResourceContents> {
     }
 }
 
-/// An async function usable as a resource handler.
-pub trait ResourceHandler<P, Out>: Clone + Send + Sync + 'static {
+/// An async function usable as a resource handler:
+/// `Fn(ResourceRequest<P>, RequestContext)`, or `Fn(State<S>, ResourceRequest<P>, RequestContext)`
+/// with the router's state first (see [`State`]).
+pub trait ResourceHandler<P, Out, St = ()>: Clone + Send + Sync + 'static {
     /// Reads the resource.
     fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>>;
 }
@@ -118,6 +121,23 @@ where
 {
     fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
         Box::pin((self)(request, cx))
+    }
+}
+
+impl<F, Fut, S, P, Out> ResourceHandler<P, Out, State<S>> for F
+where
+    F: Fn(State<S>, ResourceRequest<P>, RequestContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
+        match cx.state::<S>() {
+            Ok(state) => {
+                let state = State(state.clone());
+                Box::pin((self)(state, request, cx))
+            }
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
     }
 }
 
@@ -141,9 +161,10 @@ pub(crate) struct TemplateEntry {
 }
 
 /// Type-erases a handler: variables are deserialized into `P` (a bad value is -32602).
-pub(crate) fn erase<H, P, Out>(handler: H, mime_type: Option<String>) -> ErasedResourceHandler
+pub(crate) fn erase<H, P, Out, St>(handler: H, mime_type: Option<String>) -> ErasedResourceHandler
 where
-    H: ResourceHandler<P, Out>,
+    H: ResourceHandler<P, Out, St>,
+    St: 'static,
     P: DeserializeOwned + Send + 'static,
     Out: IntoContents + Send + 'static,
 {

@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::context::RequestContext;
+use super::handler_state::State;
 use super::schema::{input_schema_for, schema_for, CompiledSchema};
 use crate::error::ToolError;
 use crate::server::tasks::jobs::JobTool;
@@ -200,8 +201,10 @@ impl<T: Serialize + JsonSchema> IntoToolOutput for Rich<T> {
 }
 
 /// An async function usable as a tool handler. Implemented for every
-/// `Fn(Args, RequestContext) -> impl Future<Output = Result<Out, ToolError>>`.
-pub trait ToolHandler<Args, Out>: Clone + Send + Sync + 'static {
+/// `Fn(Args, RequestContext) -> impl Future<Output = Result<Out, ToolError>>`, and for every
+/// `Fn(State<S>, Args, RequestContext) -> ...` that takes the router's state first (see
+/// [`State`]); `St` tells the two apart (`()` or `State<S>`), and is inferred.
+pub trait ToolHandler<Args, Out, St = ()>: Clone + Send + Sync + 'static {
     /// Runs the tool.
     fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>>;
 }
@@ -213,6 +216,23 @@ where
 {
     fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
         Box::pin((self)(args, cx))
+    }
+}
+
+impl<F, Fut, S, Args, Out> ToolHandler<Args, Out, State<S>> for F
+where
+    F: Fn(State<S>, Args, RequestContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
+        match cx.state::<S>() {
+            Ok(state) => {
+                let state = State(state.clone());
+                Box::pin((self)(state, args, cx))
+            }
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
     }
 }
 
@@ -367,9 +387,10 @@ fn block_value(block: ContentBlock) -> Result<Value, serde_json::Error> {
 
 /// Builds the registry entry of a typed handler. Panics on an invalid name or schema: both are
 /// programming errors, found the first time the server starts.
-pub(crate) fn entry<H, Args, Out>(def: ToolDef, handler: H) -> ToolEntry
+pub(crate) fn entry<H, Args, Out, St>(def: ToolDef, handler: H) -> ToolEntry
 where
-    H: ToolHandler<Args, Out>,
+    H: ToolHandler<Args, Out, St>,
+    St: 'static,
     Args: DeserializeOwned + JsonSchema + Send + 'static,
     Out: IntoToolOutput + Send + 'static,
 {

@@ -10,6 +10,7 @@ mod hostile;
 mod http;
 mod input;
 mod rules;
+mod state;
 mod subscriptions;
 mod support;
 mod tasks;

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp::proxy::ProxyContext as _;
 use mcp::server::{Json, NoArgs, RequestContext, Router, ToolDef, ToolError};
 use mcp::tasks::{TaskConfig, TaskSupport};
 use schemars::JsonSchema;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use mcp::server::{RequestContext, Structured, ToolError};
+use mcp::server::{RequestContext, State, Structured, ToolError};
 use rustix::fs::{FileType, OFlags};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -83,7 +83,11 @@ pub struct GrepOut {
 }
 
 /// `grep`.
-pub async fn grep(app: Arc<App>, args: GrepArgs, cx: RequestContext) -> Result<Structured<GrepOut>, ToolError> {
+pub async fn grep(
+    State(app): State<Arc<App>>,
+    args: GrepArgs,
+    cx: RequestContext,
+) -> Result<Structured<GrepOut>, ToolError> {
     if args.pattern.is_empty() {
         return Err(ToolError::new("pattern is empty: give the text or regular expression to find"));
     }

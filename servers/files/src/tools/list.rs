@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp::server::{NoArgs, RequestContext, Structured, ToolError};
+use mcp::server::{NoArgs, RequestContext, State, Structured, ToolError};
 use rustix::fs::{statat, AtFlags, FileType, OFlags};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -35,7 +35,7 @@ pub struct ListingOut {
 
 /// `list_directory`.
 pub async fn list_directory(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: PathArgs,
     cx: RequestContext,
 ) -> Result<Structured<ListingOut>, ToolError> {
@@ -74,7 +74,7 @@ pub enum SortBy {
 
 /// `list_directory_with_sizes`.
 pub async fn list_directory_with_sizes(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: SizesArgs,
     cx: RequestContext,
 ) -> Result<Structured<ListingOut>, ToolError> {
@@ -178,7 +178,7 @@ pub struct InfoOut {
 
 /// `get_file_info`: `lstat`-like (a symlink is described, not followed).
 pub async fn get_file_info(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: PathArgs,
     cx: RequestContext,
 ) -> Result<Structured<InfoOut>, ToolError> {
@@ -267,7 +267,7 @@ pub struct AllowedDir {
 
 /// `list_allowed_directories`.
 pub async fn list_allowed_directories(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     _: NoArgs,
     cx: RequestContext,
 ) -> Result<Structured<AllowedOut>, ToolError> {

@@ -8,12 +8,9 @@ pub mod read;
 pub mod search;
 pub mod write;
 
-use std::sync::Arc;
-
 use mcp::server::{Router, Structured, ToolDef};
 use mcp::types::tools::ToolAnnotations;
 
-use crate::App;
 use read::TextOut;
 
 /// `{content: text}`, the reference server's structured shape.
@@ -37,93 +34,73 @@ fn def(name: &str, title: &str, description: &str, annotations: ToolAnnotations)
 
 const INSIDE: &str = " Only works within allowed directories.";
 
-macro_rules! tool {
-    ($router:ident, $app:ident, $def:expr, $handler:path) => {{
-        let a = $app.clone();
-        $router = $router.tool_def($def, move |args, cx| $handler(a.clone(), args, cx));
-    }};
-}
-
-/// Registers every tool; writes are left out of a read-only server.
-pub fn register(mut router: Router, app: Arc<App>) -> Router {
+/// Registers every tool; writes are left out of a read-only server. Each takes the [`App`](crate::App)
+/// as the router's [`State`](mcp::server::State).
+pub fn register(mut router: Router, read_only: bool) -> Router {
     let ro = hints(true, false, true);
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "read_text_file",
             "Read Text File",
             &format!(
         "Read the complete contents of a file as text. Use head to read only the first N lines or tail for the last N \
          lines (large files: the whole file is refused over the server's size cap).{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        read::read_text_file
+        read::read_text_file,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "read_file",
             "Read File (Deprecated)",
             "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
-            ro.clone()
+            ro.clone(),
         ),
-        read::read_text_file
+        read::read_text_file,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "read_media_file",
             "Read Media File",
             &format!(
         "Read a file and return it base64-encoded with its MIME type: images and audio as image/audio content, any \
          other type as an embedded resource.{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        read::read_media_file
+        read::read_media_file,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "read_multiple_files",
             "Read Multiple Files",
             &format!(
         "Read several files at once; each file's text follows its path, and a file that cannot be read says why in \
          its place without stopping the others.{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        read::read_multiple_files
+        read::read_multiple_files,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "list_directory",
             "List Directory",
             &format!("List a directory's entries, [DIR] and [FILE] prefixes, sorted by name.{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        list::list_directory
+        list::list_directory,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "list_directory_with_sizes",
             "List Directory with Sizes",
             &format!(
                 "List a directory's entries with file sizes, sorted by name or size (sortBy), with totals.{INSIDE}"
             ),
-            ro.clone()
+            ro.clone(),
         ),
-        list::list_directory_with_sizes
+        list::list_directory_with_sizes,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "directory_tree",
             "Directory Tree",
@@ -131,26 +108,22 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
                 "A recursive tree of a directory as 2-space-indented JSON: name, type (file/directory), children for \
          directories. excludePatterns leaves out globs (node_modules, .git, **/*.log).{INSIDE}"
             ),
-            ro.clone()
+            ro.clone(),
         ),
-        search::directory_tree
+        search::directory_tree,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "search_files",
             "Search Files",
             &format!(
         "Find files and directories whose path, relative to path, matches a glob: *.ext in path itself, **/*.ext at \
          any depth. Returns full paths. To search file contents use grep.{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        search::search_files
+        search::search_files,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "grep",
             "Search File Contents",
@@ -158,77 +131,67 @@ pub fn register(mut router: Router, app: Arc<App>) -> Router {
         "Search file contents for a regular expression (or text, with literal), like ripgrep: .gitignore is honoured, \
          binary files skipped, results as path:line:text with optional context lines, at most maxResults lines. \
          include narrows to a glob (*.rs).{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        grep::grep
+        grep::grep,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "get_file_info",
             "Get File Info",
             &format!(
         "Metadata of a file or directory: size, times, type, permissions, hard links. A symbolic link is described, \
          not followed.{INSIDE}"),
-            ro.clone()
+            ro.clone(),
         ),
-        list::get_file_info
+        list::get_file_info,
     );
-    tool!(router, app, def("list_allowed_directories", "List Allowed Directories",
+    router = router.tool_def(def("list_allowed_directories", "List Allowed Directories",
         "The directories this server may access (and their subdirectories), why each applies, and how containment is \
          enforced. Call it before using other tools.", ro), list::list_allowed_directories);
-    if app.read_only {
+    if read_only {
         return router;
     }
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "write_file",
             "Write File",
             &format!(
         "Create a file or overwrite one completely (atomically: readers see the old or the new contents, never a \
          mix).{INSIDE}"),
-            hints(false, true, true)
+            hints(false, true, true),
         ),
-        write::write_file
+        write::write_file,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "edit_file",
             "Edit File",
             &format!(
         "Replace exact text in a file: each edit's oldText must occur exactly once. Returns a git-style diff; with \
          dryRun true nothing is written.{INSIDE}"),
-            hints(false, true, false)
+            hints(false, true, false),
         ),
-        write::edit_file
+        write::edit_file,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "create_directory",
             "Create Directory",
             &format!("Create a directory with any missing parents; an existing directory is fine.{INSIDE}"),
-            hints(false, false, true)
+            hints(false, false, true),
         ),
-        write::create_directory
+        write::create_directory,
     );
-    tool!(
-        router,
-        app,
+    router = router.tool_def(
         def(
             "move_file",
             "Move File",
             "Move or rename a file or directory. Fails if the destination exists. Both source and destination must be \
          within allowed directories.",
-            hints(false, true, false)
+            hints(false, true, false),
         ),
-        write::move_file
+        write::move_file,
     );
     router
 }

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 use base64::Engine as _;
-use mcp::server::{IntoToolOutput, RequestContext, Structured, ToolError};
+use mcp::server::{IntoToolOutput, RequestContext, State, Structured, ToolError};
 use mcp::types::content::{BlobResourceContents, ContentBlock, ImageContent, ResourceContents};
 use mcp::types::tools::CallToolResult;
 use mcp::types::JsonObject;
@@ -37,7 +37,7 @@ pub struct TextOut {
 
 /// `read_text_file`.
 pub async fn read_text_file(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: ReadTextArgs,
     cx: RequestContext,
 ) -> Result<Structured<TextOut>, ToolError> {
@@ -165,7 +165,11 @@ pub fn mime_of(name: &str) -> &'static str {
 }
 
 /// `read_media_file`.
-pub async fn read_media_file(app: Arc<App>, args: PathArgs, cx: RequestContext) -> Result<Media, ToolError> {
+pub async fn read_media_file(
+    State(app): State<Arc<App>>,
+    args: PathArgs,
+    cx: RequestContext,
+) -> Result<Media, ToolError> {
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
     let a = app.clone();
@@ -205,7 +209,7 @@ pub struct ReadManyArgs {
 /// `read_multiple_files`: each file's text after its path, `---` between them; a file that
 /// cannot be read says why in its place, and files past the result cap are named, not read.
 pub async fn read_multiple_files(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: ReadManyArgs,
     cx: RequestContext,
 ) -> Result<Structured<TextOut>, ToolError> {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp::server::{RequestContext, Structured, ToolError};
+use mcp::server::{RequestContext, State, Structured, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +36,7 @@ struct Node {
 
 /// `directory_tree`: the tree as 2-space-indented JSON, `name`, `type`, `children`.
 pub async fn directory_tree(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: TreeArgs,
     cx: RequestContext,
 ) -> Result<Structured<TextOut>, ToolError> {
@@ -113,7 +113,7 @@ pub struct SearchOut {
 
 /// `search_files`.
 pub async fn search_files(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: SearchArgs,
     cx: RequestContext,
 ) -> Result<Structured<SearchOut>, ToolError> {

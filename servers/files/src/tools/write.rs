@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp::server::{RequestContext, Structured, ToolError};
+use mcp::server::{RequestContext, State, Structured, ToolError};
 use rustix::fs::{mkdirat, renameat_with, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use schemars::JsonSchema;
@@ -24,7 +24,11 @@ pub struct WriteArgs {
 }
 
 /// `write_file`.
-pub async fn write_file(app: Arc<App>, args: WriteArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn write_file(
+    State(app): State<Arc<App>>,
+    args: WriteArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     app.check_writable()?;
     let allowed = app.allowed(&cx).await?;
     let at = app.locate(&allowed, &args.path)?;
@@ -58,7 +62,11 @@ pub struct EditArgs {
 
 /// `edit_file`: exact-text replacements, each of text found exactly once, shown as a unified
 /// diff; with `dryRun` nothing is written. Line endings of a CRLF file are kept.
-pub async fn edit_file(app: Arc<App>, args: EditArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn edit_file(
+    State(app): State<Arc<App>>,
+    args: EditArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     if !args.dry_run {
         app.check_writable()?;
     }
@@ -137,7 +145,7 @@ pub struct DirArgs {
 
 /// `create_directory`: `mkdir -p`, each level created beneath the one before.
 pub async fn create_directory(
-    app: Arc<App>,
+    State(app): State<Arc<App>>,
     args: DirArgs,
     cx: RequestContext,
 ) -> Result<Structured<TextOut>, ToolError> {
@@ -180,7 +188,11 @@ pub struct MoveArgs {
 
 /// `move_file`: one `renameat2(RENAME_NOREPLACE)` between two directories opened beneath
 /// roots, so it can neither leave them nor overwrite anything.
-pub async fn move_file(app: Arc<App>, args: MoveArgs, cx: RequestContext) -> Result<Structured<TextOut>, ToolError> {
+pub async fn move_file(
+    State(app): State<Arc<App>>,
+    args: MoveArgs,
+    cx: RequestContext,
+) -> Result<Structured<TextOut>, ToolError> {
     app.check_writable()?;
     let allowed = app.allowed(&cx).await?;
     let from = app.locate(&allowed, &args.source)?;
