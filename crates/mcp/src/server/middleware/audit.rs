@@ -217,9 +217,11 @@ impl Queue {
 
 impl Drop for Queue {
     fn drop(&mut self) {
-        // The last handle is gone; the writer ends once it has written out the queue.
+        // The last handle is gone (a server whose router goes when its transport ends): what is
+        // queued is written out before it goes, as `close_all` would have (which no longer finds
+        // it), so a process that exits next loses no line.
         if !self.closed.load(Ordering::Relaxed) {
-            self.say_dropped(false);
+            self.close(Instant::now() + CLOSE_WAIT);
         }
     }
 }
