@@ -82,13 +82,14 @@ fn cargo_install_as_the_readme_says_gives_a_server_that_answers() {
     let installed = tempfile::tempdir().unwrap();
     // The README's line for mcp-example, as written, into a directory of this test's. The dist
     // profile's code generation is turned down here (no LTO, no optimisation), so that the test
-    // checks the command and what it installs, not the compiler's patience; its artefacts go to
-    // the workspace's own target directory.
+    // checks the command and what it installs, not the compiler's patience. Its artefacts go to
+    // a target directory of their own: in the workspace's, these unoptimised binaries would
+    // replace the real `dist` ones (benchmarks then measured an opt-level 0 mcp-example).
     let status = cargo()
         .args(["install", "--locked", "--profile", "dist", "--path", "servers/example", "--root"])
         .arg(installed.path())
         .arg("--target-dir")
-        .arg(root().join("target"))
+        .arg(root().join("target/install-test"))
         .args(["--quiet", "--offline"])
         .env("CARGO_PROFILE_DIST_LTO", "false")
         .env("CARGO_PROFILE_DIST_OPT_LEVEL", "0")
