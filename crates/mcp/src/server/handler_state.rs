@@ -41,6 +41,26 @@ impl<S> std::ops::Deref for State<S> {
     }
 }
 
+/// Calls `handler` with a clone of the router's `S` (what a handler taking [`State<S>`] first
+/// is given), or answers with the error naming the missing type: the one lookup the tool,
+/// resource and prompt handlers share.
+pub(crate) fn with_state<S, T, Fut>(
+    cx: super::RequestContext,
+    handler: impl FnOnce(State<S>, super::RequestContext) -> Fut,
+) -> crate::util::BoxFuture<Result<T, super::ToolError>>
+where
+    S: Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, super::ToolError>> + Send + 'static,
+{
+    match cx.state::<S>() {
+        Ok(state) => {
+            let state = State(state.clone());
+            Box::pin(handler(state, cx))
+        }
+        Err(e) => Box::pin(async move { Err(e) }),
+    }
+}
+
 /// The values given to [`Router::with_state`](super::Router::with_state), one per type.
 #[derive(Default)]
 pub(crate) struct States {

@@ -72,13 +72,7 @@ where
     S: Clone + Send + Sync + 'static,
 {
     fn call(&self, args: Args, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
-        match cx.state::<S>() {
-            Ok(state) => {
-                let state = State(state.clone());
-                Box::pin((self)(state, args, cx))
-            }
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
+        super::handler_state::with_state(cx, |state, cx| (self)(state, args, cx))
     }
 }
 

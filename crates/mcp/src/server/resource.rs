@@ -131,13 +131,7 @@ where
     S: Clone + Send + Sync + 'static,
 {
     fn call(&self, request: ResourceRequest<P>, cx: RequestContext) -> BoxFuture<Result<Out, ToolError>> {
-        match cx.state::<S>() {
-            Ok(state) => {
-                let state = State(state.clone());
-                Box::pin((self)(state, request, cx))
-            }
-            Err(e) => Box::pin(async move { Err(e) }),
-        }
+        super::handler_state::with_state(cx, |state, cx| (self)(state, request, cx))
     }
 }
 
