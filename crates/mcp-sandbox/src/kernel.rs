@@ -16,7 +16,6 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use landlock::RulesetCreated;
-use seccompiler::BpfProgram;
 
 use crate::plan::PROXY_PORT;
 
@@ -33,7 +32,7 @@ pub struct ChildSetup {
     /// The Landlock ruleset, applied once.
     pub ruleset: Option<RulesetCreated>,
     /// The seccomp filters.
-    pub filters: Vec<BpfProgram>,
+    pub filters: Vec<crate::filter::Program>,
     /// Where a failing step writes its name and errno.
     pub report: OwnedFd,
     /// Killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
@@ -122,7 +121,10 @@ fn confine(setup: &mut ChildSetup) -> Step {
     // SAFETY: prctl with integer arguments (Landlock set it already; seccomp needs it).
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0, "no_new_privs")?;
     for filter in &setup.filters {
-        seccompiler::apply_filter(filter).map_err(|_| ("seccomp", errno()))?;
+        let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+        // SAFETY: seccomp with a program that outlives the call.
+        let applied = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) } == 0;
+        check(applied, "seccomp")?;
     }
     if let Some((socket, program)) = &setup.observer {
         let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr() as *mut libc::sock_filter };

@@ -258,8 +258,8 @@ pub fn explain(kept: &(dyn Any + Send + Sync), error: io::Error) -> io::Error {
 }
 
 /// The seccomp filters for `options`, compiled once per process.
-fn programs(options: Options) -> Result<Vec<seccompiler::BpfProgram>, String> {
-    static CACHE: [OnceLock<Result<Vec<seccompiler::BpfProgram>, String>>; 4] =
+fn programs(options: Options) -> Result<Vec<filter::Program>, String> {
+    static CACHE: [OnceLock<Result<Vec<filter::Program>, String>>; 4] =
         [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let index = usize::from(options.refuse_unix_sockets) * 2 + usize::from(options.refuse_datagrams);
     CACHE[index].get_or_init(|| filter::programs(options)).clone()
