@@ -11,10 +11,11 @@ fi
 export MCP_TEST_PY_SDK1="$PYFAST"
 
 # opentelemetry-proto 1.45.2: the OpenTelemetry project's own protobuf definitions, with which the
-# telemetry test's OTLP receiver (crates/mcp/tests/otel/receiver.py) decodes what it is sent.
+# telemetry test's OTLP receiver (crates/mcp/tests/otel/receiver.py) decodes what it is sent; and
+# prometheus-client 0.26.0, whose parser reads the test server's /metrics.
 PYOTEL="$CACHE/py-otel-proto-1.45.2/bin/python"
-if ! "$PYOTEL" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2' 2>/dev/null; then
+if ! "$PYOTEL" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2, prometheus_client.parser' 2>/dev/null; then
     python3 -m venv "$CACHE/py-otel-proto-1.45.2" >&2
-    "$CACHE/py-otel-proto-1.45.2/bin/pip" install -q --disable-pip-version-check "opentelemetry-proto==1.45.2" >&2
+    "$CACHE/py-otel-proto-1.45.2/bin/pip" install -q --disable-pip-version-check "opentelemetry-proto==1.45.2" "prometheus-client==0.26.0" >&2
 fi
 export MCP_TEST_OTEL_PY="$PYOTEL"

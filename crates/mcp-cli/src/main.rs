@@ -930,6 +930,8 @@ fn main() -> ExitCode {
         roots.extend(std::env::current_dir()); // what chat offers as its root
     }
     sandbox::set_defaults(cli.sandbox, roots, matches!(cli.command, Command::Doctor(_)));
+    #[cfg(feature = "otel")]
+    mcp::telemetry::init(&format!("mcp {}", cli.command_name()));
     if let Command::Sandbox(args) = &cli.command {
         drop(early);
         return match sandbox::run(args, &cli.server_command) {
@@ -956,6 +958,7 @@ fn main() -> ExitCode {
     if reported_at_exit(&result) {
         report(&cli, &result); // failures before a connection are reported here
     }
+    mcp::cli::flush_telemetry(); // spans still queued go out (2 s at most), with the feature
     ExitCode::from(outcome(&result).0)
 }
 

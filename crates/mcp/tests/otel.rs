@@ -1,8 +1,9 @@
 //! Telemetry end to end (feature `otel`): spans by the MCP semantic conventions exported over
 //! OTLP/HTTP to a real receiver (`tests/otel/receiver.py`, decoding with PyPI
 //! `opentelemetry-proto`), from three processes: this test's client, a stdio server and an HTTP
-//! server (this binary again, in other roles). And a collector that stalls or is absent: requests
-//! go on unaffected, the spans that do not fit are dropped and counted.
+//! server (this binary again, in other roles); the HTTP server's `/metrics` read by PyPI
+//! `prometheus-client`'s parser. And a collector that stalls or is absent: requests go on
+//! unaffected, the spans that do not fit are dropped and counted.
 //!
 //! The receiver's Python comes from `MCP_TEST_OTEL_PY`, else from a virtual environment made
 //! under `$INTEROP_CACHE` (`/tmp/mcp-interop-cache`) as `scripts/python-sdks.sh` makes it.
@@ -153,7 +154,7 @@ fn receiver_python() -> String {
     let python = format!("{venv}/bin/python");
     let ready = |python: &str| {
         Command::new(python)
-            .args(["-c", "import opentelemetry.proto.collector.trace.v1.trace_service_pb2"])
+            .args(["-c", "import opentelemetry.proto.collector.trace.v1.trace_service_pb2, prometheus_client.parser"])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
@@ -163,12 +164,18 @@ fn receiver_python() -> String {
         assert!(made.success(), "python3 -m venv {venv}");
         let pip = format!("{venv}/bin/pip");
         let installed = Command::new(pip)
-            .args(["install", "-q", "--disable-pip-version-check", "opentelemetry-proto==1.45.2"])
+            .args([
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "opentelemetry-proto==1.45.2",
+                "prometheus-client==0.26.0",
+            ])
             .status()
             .unwrap();
         assert!(installed.success(), "pip install opentelemetry-proto into {venv}");
     }
-    assert!(ready(&python), "{python} cannot import opentelemetry.proto");
+    assert!(ready(&python), "{python} cannot import opentelemetry.proto and prometheus_client");
     python
 }
 
@@ -301,9 +308,11 @@ fn one_trace_across_three_processes() {
     let endpoint = receiver.endpoint();
     let audit = std::env::temp_dir().join(format!("mcp-otel-audit-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&audit);
-    let port = free_port();
+    let (port, metrics_port) = (free_port(), free_port());
     let mut http = Command::new(std::env::current_exe().unwrap());
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
     http.args(["--http", &format!("127.0.0.1:{port}"), "--audit-log", audit.to_str().unwrap()])
+        .args(["--metrics-addr", &metrics_addr])
         .env(ROLE, "http-server")
         .env("OTEL_SERVICE_NAME", "otel-test-http");
     otel_env(&mut http, &endpoint);
@@ -325,7 +334,9 @@ fn one_trace_across_three_processes() {
                 && spans_of(seen, "otel-test-client").iter().any(|s| s["span"] == "turn")
         })
         .to_vec();
+    let metrics = page(metrics_port, "/metrics");
     drop(http_server);
+    the_histograms_count_what_was_served(&metrics);
     let text = serde_json::to_string(&seen).unwrap();
     assert!(!text.contains(SECRET), "a tool argument or result reached a span");
     for request in seen.iter().filter(|v| v.get("request").is_some()) {
@@ -411,6 +422,80 @@ fn one_trace_across_three_processes() {
     assert_eq!(line["traceId"], trace, "{line}");
     assert_eq!(line["spanId"], http_echo["spanId"], "{line}");
     assert!(!audit_text.contains(SECRET));
+}
+
+/// `GET path` of the server on `port`: the body (the status must be 200).
+fn page(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{answer}"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
+    body.to_owned()
+}
+
+/// `/metrics` read by the Prometheus project's own parser (PyPI `prometheus-client`): the
+/// conventions' server histogram counts the HTTP server's three `tools/call` and one
+/// `resources/read`, its buckets rise to the count, and no secret is in it.
+fn the_histograms_count_what_was_served(metrics: &str) {
+    use std::io::Write;
+    const PARSE: &str = "import sys, json\n\
+from prometheus_client.parser import text_string_to_metric_families\n\
+out = [{'family': f.name, 'type': f.type, 'name': s.name, 'labels': s.labels, 'value': s.value}\n\
+       for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]\n\
+print(json.dumps(out))\n";
+    let mut parser = Command::new(receiver_python())
+        .args(["-c", PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    parser.stdin.take().unwrap().write_all(metrics.as_bytes()).unwrap();
+    let parsed = parser.wait_with_output().unwrap();
+    assert!(parsed.status.success(), "prometheus-client could not parse /metrics:\n{metrics}");
+    let samples: Vec<Value> = serde_json::from_slice(&parsed.stdout).unwrap();
+    assert!(!metrics.contains(SECRET));
+    const HISTOGRAM: &str = "mcp_server_operation_duration_seconds";
+    let of = |suffix: &str, method: &str| -> Vec<&Value> {
+        samples
+            .iter()
+            .filter(|s| s["family"] == HISTOGRAM && s["type"] == "histogram")
+            .filter(|s| s["name"] == format!("{HISTOGRAM}{suffix}") && s["labels"]["mcp_method_name"] == method)
+            .collect()
+    };
+    let total =
+        |suffix: &str, method: &str| of(suffix, method).iter().map(|s| s["value"].as_f64().unwrap()).sum::<f64>();
+    assert_eq!(total("_count", "tools/call"), 3.0, "echo, fail and nope: {metrics}");
+    assert_eq!(total("_count", "resources/read"), 1.0, "{metrics}");
+    assert!(total("_sum", "tools/call") > 0.0);
+    let errors: Vec<_> =
+        of("_count", "tools/call").into_iter().filter(|s| s["labels"].get("error_type").is_some()).collect();
+    assert_eq!(errors.len(), 2, "a tool error and a JSON-RPC error, each its own series: {errors:?}");
+    // Each series' buckets: cumulative, ending at its count.
+    for count in of("_count", "tools/call") {
+        let mut buckets: Vec<(f64, f64)> = of("_bucket", "tools/call")
+            .into_iter()
+            .filter(|b| {
+                let mut labels = b["labels"].as_object().unwrap().clone();
+                labels.remove("le");
+                Value::Object(labels) == count["labels"]
+            })
+            .map(|b| {
+                let le = b["labels"]["le"].as_str().unwrap();
+                (if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() }, b["value"].as_f64().unwrap())
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(buckets.len() > 2, "{count}");
+        assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "not cumulative: {buckets:?}");
+        assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, count["value"].as_f64().unwrap()));
+    }
+    let dropped = samples.iter().find(|s| s["name"] == "mcp_audit_lines_dropped_total").expect("our counter too");
+    assert_eq!(dropped["value"], 0.0);
 }
 
 fn a_stalled_or_absent_collector_costs_spans_not_requests() {

@@ -342,7 +342,8 @@ fn library_page(path: &str, sessions: usize) -> Option<SidePage> {
 
 /// The library's metrics: audit lines dropped, live legacy sessions.
 pub fn library_metrics(sessions: usize) -> String {
-    format!(
+    #[allow(unused_mut)] // the histograms are added with telemetry only
+    let mut page = format!(
         "# HELP mcp_audit_lines_dropped_total Audit log lines dropped because the log could not be written as fast as requests came.\n\
          # TYPE mcp_audit_lines_dropped_total counter\n\
          mcp_audit_lines_dropped_total {}\n\
@@ -350,7 +351,11 @@ pub fn library_metrics(sessions: usize) -> String {
          # TYPE mcp_http_sessions gauge\n\
          mcp_http_sessions {sessions}\n",
         crate::server::middleware::audit_lines_dropped()
-    )
+    );
+    // The MCP conventions' histograms (`mcp_server_operation_duration_seconds`...).
+    #[cfg(feature = "otel")]
+    page.push_str(&crate::telemetry::metrics::prometheus());
+    page
 }
 
 /// Answers 404: behind the side pages of a metrics address, nothing else is served.
