@@ -55,6 +55,8 @@ done
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
 log "OpenTelemetry (feature otel): spans of three processes in one trace, to a real OTLP receiver"
 cargo test -p mcp-stack --locked --features otel --lib --test otel
+log "OpenTelemetry in the host: a question, its model requests and its tool calls in one trace"
+cargo test -p mcp-stack-host --locked --features otel --test otel
 # Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
 # whose nested arguments the structural checks judge.
 cargo test -p mcp-bench-small-server --locked

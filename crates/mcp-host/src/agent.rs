@@ -16,6 +16,7 @@ use crate::provider::{Message, Part, Provider, ProviderError, Request, Role, Sto
 use crate::results;
 use crate::servers::{Server, State};
 use crate::skills::{self, OfferedSkill, LOAD_SKILL};
+use crate::traced;
 
 /// How the loop runs.
 #[derive(Debug, Clone)]
@@ -444,6 +445,19 @@ impl Host {
 
     /// Runs the loop on the person's `prompt`; the model's final text.
     pub async fn run(&mut self, prompt: &str) -> Result<String, HostError> {
+        let question = traced::question(self.provider.name(), &self.settings.model);
+        let answer = traced::within(question.as_ref(), self.run_steps(prompt)).await;
+        let failure = match &answer {
+            Ok(_) => None,
+            Err(HostError::Provider(e)) => Some(traced::error_type(e)),
+            Err(HostError::MaxSteps(..)) => Some("max_steps"),
+        };
+        traced::end_question(question, failure);
+        answer
+    }
+
+    /// The loop itself.
+    async fn run_steps(&mut self, prompt: &str) -> Result<String, HostError> {
         self.repair();
         self.history.push(Message::user(prompt));
         let mut last = String::new();
@@ -458,7 +472,10 @@ impl Host {
             };
             let on_event = self.on_event.clone();
             let mut on_text = move |text: &str| on_event(Event::Text(text.to_owned()));
-            let turn = self.provider.turn(&request, &mut on_text).await.map_err(HostError::Provider)?;
+            let span = traced::model_request(self.provider.name(), &request);
+            let turn = self.provider.turn(&request, &mut on_text).await;
+            traced::end_model_request(span, &turn);
+            let turn = turn.map_err(HostError::Provider)?;
             self.usage.input += turn.usage.input;
             self.usage.output += turn.usage.output;
             self.emit(Event::Usage(turn.usage));

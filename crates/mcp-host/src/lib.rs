@@ -10,7 +10,8 @@
 //! - [`agent`]: the loop itself ([`Host`]);
 //! - [`sampling`]: servers asking the model, with the person's consent;
 //! - [`skills`]: servers' skills offered to the model once the person approved them;
-//! - [`scripted`]: a scripted provider on loopback, for tests.
+//! - [`scripted`]: a scripted provider on loopback, for tests;
+//! - `traced` (feature `otel`): a question and its model requests as spans (GenAI conventions).
 
 pub mod agent;
 pub mod consent;
@@ -24,5 +25,6 @@ pub mod sampling;
 pub mod scripted;
 pub mod servers;
 pub mod skills;
+mod traced;
 
 pub use agent::{Event, Host, HostError, Settings};
