@@ -57,6 +57,8 @@ log "OpenTelemetry (feature otel): spans of three processes in one trace, to a r
 cargo test -p mcp-stack --locked --features otel --lib --test otel
 log "OpenTelemetry in the host: a question, its model requests and its tool calls in one trace"
 cargo test -p mcp-stack-host --locked --features otel --test otel
+log "OpenTelemetry through mcp gateway: the client, the gateway and the upstream in one trace"
+cargo test -p mcp-stack-cli --locked --features otel --test otel
 # Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
 # whose nested arguments the structural checks judge.
 cargo test -p mcp-bench-small-server --locked

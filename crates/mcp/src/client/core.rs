@@ -56,9 +56,13 @@ tokio::task_local! {
 /// Runs `future` with every request it sends tagged `tag`, so that a server's question or
 /// notification that comes with one of those requests can be told apart from others: a proxy
 /// serving several callers over one connection tags each caller's requests, and its handlers
-/// ask [`question_tag`] whose question it is.
-pub async fn tagged<F: std::future::Future>(tag: u64, future: F) -> F::Output {
-    SENT_WITH.scope(tag, future).await
+/// ask [`question_tag`] whose question it is. With telemetry (feature `otel`) the future also
+/// keeps the trace context current where `tagged` is called, so a proxy that spawns it still
+/// sends its requests as children of the request it serves.
+pub fn tagged<F: std::future::Future>(tag: u64, future: F) -> impl std::future::Future<Output = F::Output> {
+    #[cfg(feature = "otel")]
+    let future = opentelemetry::trace::FutureExt::with_current_context(future);
+    SENT_WITH.scope(tag, future)
 }
 
 /// Inside a [`Handlers`](super::Handlers) callback (and its future) or an
