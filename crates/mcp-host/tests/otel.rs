@@ -9,9 +9,7 @@
 //! from `$INTEROP_CACHE/py-otel-proto-1.45.2`.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp::server::{RequestContext, Router, ToolError};
@@ -24,6 +22,11 @@ use mcp_host::{Host, Settings};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// The OTLP receiver, shared with the other packages' telemetry tests.
+#[path = "../../mcp/tests/otel/receiver.rs"]
+mod receiver;
+use receiver::Receiver;
 
 /// In the tool's arguments and result, and the API key: on no span.
 const SECRET: &str = "sk-ant-live-4b1d-never-in-a-span";
@@ -141,62 +144,4 @@ fn int(span: &Value, key: &str) -> i64 {
     let value = &span["attributes"][key];
     assert_eq!(value["type"], "int_value", "{key} of {span:#}");
     value["value"].as_i64().or_else(|| value["value"].as_str().and_then(|v| v.parse().ok())).unwrap()
-}
-
-/// The OTLP receiver: its port, and the spans it printed.
-struct Receiver {
-    child: Child,
-    port: u16,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        let python = std::env::var("MCP_TEST_OTEL_PY").unwrap_or_else(|_| {
-            let cache = std::env::var("INTEROP_CACHE").unwrap_or_else(|_| "/tmp/mcp-interop-cache".into());
-            format!("{cache}/py-otel-proto-1.45.2/bin/python")
-        });
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../mcp/tests/otel/receiver.py");
-        let mut child = Command::new(&python)
-            .args([script, "ok"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{python}: {e} (source scripts/python-sdks.sh to make it)"));
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(value) = serde_json::from_str::<Value>(&line) else { break };
-                if tx.send(value).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = lines.recv_timeout(Duration::from_secs(30)).expect("the receiver's port");
-        let port = first["port"].as_u64().expect("port first") as u16;
-        Receiver { child, port, lines }
-    }
-
-    /// The spans received once `done` holds of them (at most `limit`).
-    fn wait_for(&self, limit: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + limit;
-        let mut spans = Vec::new();
-        while !done(&spans) {
-            match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(value) if value.get("span").is_some() => spans.push(value),
-                Ok(_) => {}
-                Err(_) => panic!("not received within {limit:?}; received: {spans:#?}"),
-            }
-        }
-        spans
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
