@@ -219,6 +219,30 @@ fn http_latencies(ports: &[u16]) -> Vec<Duration> {
     samples.into_iter().map(median).collect()
 }
 
+/// Calls per second through `port` from `sessions` legacy sessions at once (one thread and one
+/// connection each, one call at a time each) for `duration`.
+fn http_throughput(port: u16, sessions: usize, duration: Duration) -> f64 {
+    let started = std::time::Instant::now() + Duration::from_millis(200);
+    let workers: Vec<_> = (0..sessions)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut conn = open_session(port);
+                while std::time::Instant::now() < started {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let mut calls = 0usize;
+                while started.elapsed() < duration {
+                    assert!(conn.post(&echo(100 + calls)).contains("hello"));
+                    calls += 1;
+                }
+                calls
+            })
+        })
+        .collect();
+    let calls: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    calls as f64 / duration.as_secs_f64()
+}
+
 /// `mcp-remote` and `supergateway`, installed from npm into a cache directory; `None` (with the
 /// reason printed) when npm cannot.
 fn npm_peers() -> Option<(PathBuf, PathBuf)> {
@@ -301,8 +325,13 @@ fn main() {
 
     let direct_http = HttpProcess::start(&example, &["--http", "{addr}"]);
     let bridge = HttpProcess::start(&mcp, &["bridge", "--http", "{addr}", "--", &example.to_string_lossy()]);
-    let mut ports =
-        vec![("mcp-example --http (the floor)", direct_http.port), ("mcp bridge --http -- mcp-example", bridge.port)];
+    let bridge_one_thread =
+        HttpProcess::start(&mcp, &["bridge", "--threads", "1", "--http", "{addr}", "--", &example.to_string_lossy()]);
+    let mut ports = vec![
+        ("mcp-example --http (the floor)", direct_http.port),
+        ("mcp bridge --http -- mcp-example", bridge.port),
+        ("mcp bridge --threads 1 --http", bridge_one_thread.port),
+    ];
     let supergateway = peers.as_ref().map(|(_, sg)| {
         let example = example.to_string_lossy().into_owned();
         HttpProcess::start(sg, &["--stdio", &example, "--outputTransport", "streamableHttp", "--port", "{port}"])
@@ -315,7 +344,18 @@ fn main() {
     for ((name, _), latency) in ports.iter().zip(&latencies) {
         println!("  {name:<42} {:>8.1} µs   (+{:.1} µs)", micros(*latency), micros(*latency) - micros(latencies[0]));
     }
-    drop((bridge, direct_http, supergateway, remote_server));
+    println!("HTTP, 16 legacy sessions at once, one call at a time each (calls/s, median of {ROUNDS}):");
+    let mut rates = vec![Vec::new(); 3];
+    for _ in 0..ROUNDS {
+        for (rate, (_, port)) in rates.iter_mut().zip(&ports) {
+            rate.push(http_throughput(*port, 16, Duration::from_secs(1)));
+        }
+    }
+    for ((name, _), mut rate) in ports.iter().zip(rates) {
+        rate.sort_by(f64::total_cmp);
+        println!("  {name:<42} {:>8.0} calls/s", rate[ROUNDS / 2]);
+    }
+    drop((bridge, bridge_one_thread, direct_http, supergateway, remote_server));
     let _ = std::fs::remove_file(&config);
     if !ok && !no_fail {
         std::process::exit(1);

@@ -21,7 +21,7 @@ pub struct BridgeArgs {
     /// Leave out the server's tools matching GLOB (`*` and `?`; repeatable)
     #[arg(long = "ignore-tool", value_name = "GLOB")]
     pub ignore_tools: Vec<String>,
-    /// Worker threads (default: one per core with --http, one on stdio)
+    /// Worker threads (default: one per two cores with --http, one on stdio)
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// How to serve (stdio unless --http).
