@@ -19,3 +19,14 @@ if ! "$PYOTEL" -c 'import opentelemetry.proto.collector.trace.v1.trace_service_p
     "$CACHE/py-otel-proto-1.45.2/bin/pip" install -q --disable-pip-version-check "opentelemetry-proto==1.45.2" "prometheus-client==0.26.0" >&2
 fi
 export MCP_TEST_OTEL_PY="$PYOTEL"
+
+# mcp 2.3.0 (the Python SDK v2, which wraps every message it handles in a span by the MCP
+# conventions) with the OpenTelemetry SDK and its OTLP/HTTP exporter: the stdio server of the
+# four-process trace test (crates/mcp-cli/tests/otel.rs, tests/fixtures/py-sdk/traced_stdio.py).
+PYSDK2="$CACHE/py-mcp-2.3.0-otel/bin/python"
+if ! "$PYSDK2" -c 'import mcp.server.mcpserver, opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter' 2>/dev/null; then
+    python3 -m venv "$CACHE/py-mcp-2.3.0-otel" >&2
+    "$CACHE/py-mcp-2.3.0-otel/bin/pip" install -q --disable-pip-version-check "mcp==2.3.0" \
+        "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp-proto-http==1.45.2" >&2
+fi
+export MCP_TEST_PY_SDK2_OTEL="$PYSDK2"

@@ -39,7 +39,8 @@ if [ ! -d "$fixture/node_modules/@modelcontextprotocol/server-filesystem" ] || [
     npm ci --prefix "$fixture" --no-audit --no-fund --loglevel=error >&2
 fi
 
-# The Python SDK 1.x server the gateway's shared-caller tests put behind it (MCP_TEST_PY_SDK1).
+# The Python SDK servers the tests put behind the gateway (MCP_TEST_PY_SDK1, MCP_TEST_PY_SDK2_OTEL)
+# and the OTLP receiver's Python (MCP_TEST_OTEL_PY).
 CACHE=${INTEROP_CACHE:-/tmp/mcp-interop-cache}
 mkdir -p "$CACHE"
 # shellcheck source=python-sdks.sh
@@ -57,7 +58,7 @@ log "OpenTelemetry (feature otel): spans of three processes in one trace, to a r
 cargo test -p mcp-stack --locked --features otel --lib --test otel
 log "OpenTelemetry in the host: a question, its model requests and its tool calls in one trace"
 cargo test -p mcp-stack-host --locked --features otel --test otel
-log "OpenTelemetry through mcp gateway: the client, the gateway and the upstream in one trace"
+log "OpenTelemetry end to end: mcp chat, mcp gateway, our HTTP server and a Python SDK v2 server in one trace"
 cargo test -p mcp-stack-cli --locked --features otel --test otel
 # Alone, so that cargo gives it only its own features: a stdio server without `jsonschema`,
 # whose nested arguments the structural checks judge.

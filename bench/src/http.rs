@@ -30,12 +30,18 @@ impl HttpProcess {
     /// Starts `path` with `args` (where `{addr}` and `{port}` are replaced) and waits until it
     /// listens.
     pub fn start(path: &std::path::Path, args: &[&str]) -> HttpProcess {
+        HttpProcess::start_with_env(path, args, &[])
+    }
+
+    /// [`start`](Self::start) with these environment variables set.
+    pub fn start_with_env(path: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> HttpProcess {
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let args: Vec<String> =
             args.iter().map(|a| a.replace("{addr}", &addr).replace("{port}", &port.to_string())).collect();
         let child = Command::new(path)
             .args(&args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -32,8 +32,14 @@ pub struct StdioProcess {
 impl StdioProcess {
     /// Spawns `path` with `args`.
     pub fn spawn(path: &Path, args: &[&str]) -> StdioProcess {
+        StdioProcess::spawn_with_env(path, args, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with these environment variables set.
+    pub fn spawn_with_env(path: &Path, args: &[&str], env: &[(&str, String)]) -> StdioProcess {
         let mut child = Command::new(path)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

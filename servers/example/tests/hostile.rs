@@ -154,15 +154,27 @@ fn a_stalled_audit_log_stalls_no_request() {
 }
 
 /// `--metrics-addr`: `/healthz` and `/metrics` there (for loopback names only, as the endpoint
-/// itself), and not beside the endpoint.
+/// itself), and not beside the endpoint; the process's counters on it (a rate-limit refusal).
 #[test]
 fn the_metrics_address_serves_the_side_pages_to_loopback_names_only() {
-    let server = HttpServer::start(BIN, &["--metrics-addr", "127.0.0.1:0"]).unwrap();
+    let server =
+        HttpServer::start(BIN, &["--metrics-addr", "127.0.0.1:0", "--rate-limit", "0.1/s", "--rate-burst", "1"])
+            .unwrap();
     let port = metrics_port(&server);
     assert_eq!(get(port, "/healthz", "127.0.0.1"), (200, "ok\n".into()));
+    assert_eq!(echo(server.port(), "first").0, 200);
+    assert_eq!(echo(server.port(), "refused").0, 429);
     let (status, page) = get(port, "/metrics", &format!("localhost:{port}"));
     assert_eq!(status, 200);
-    assert!(page.contains("mcp_audit_lines_dropped_total 0") && page.contains("mcp_http_sessions 0"), "{page}");
+    for line in [
+        "mcp_audit_lines_dropped_total 0",
+        "mcp_http_sessions 0",
+        "mcp_rate_limit_refusals_total 1",
+        "mcp_tasks_created_total 0",
+        "# TYPE mcp_rate_limit_refusals_total counter",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line:?} on the page: {page}");
+    }
     let (status, page) = get(port, "/metrics", &format!("rebind.example:{port}"));
     assert_eq!(status, 421, "{page}");
     assert!(!page.contains("mcp_"), "{page}");

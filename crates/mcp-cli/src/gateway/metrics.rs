@@ -42,15 +42,6 @@ fn escaped(label: &str) -> String {
     label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// The audit log's dropped lines (`--audit-log` whose destination could not keep up), as the
-/// library's own `/metrics` names them.
-pub fn audit_dropped(count: u64) -> String {
-    format!(
-        "# HELP mcp_audit_lines_dropped_total Audit log lines dropped because the log could not be written as fast as requests came.\n\
-         # TYPE mcp_audit_lines_dropped_total counter\nmcp_audit_lines_dropped_total {count}\n"
-    )
-}
-
 /// The page: each metric's help and type once, then one line per upstream.
 pub fn render<'a>(upstreams: impl Iterator<Item = (&'a str, &'a Metrics)> + Clone) -> String {
     let mut out = String::new();

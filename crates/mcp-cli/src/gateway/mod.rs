@@ -202,7 +202,7 @@ fn side_routes(catalog: Arc<Catalog>) -> SideRoutes {
             }
             "/metrics" => {
                 let mut page = metrics::render(catalog.upstreams().iter().map(|u| (u.key(), &*u.metrics)));
-                page.push_str(&metrics::audit_dropped(mcp::server::middleware::audit_lines_dropped()));
+                page.push_str(&mcp::server::counters::prometheus());
                 #[cfg(feature = "otel")]
                 page.push_str(&mcp::telemetry::metrics::prometheus());
                 Some((200, "text/plain; version=0.0.4; charset=utf-8", page))

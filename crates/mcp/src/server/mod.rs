@@ -19,6 +19,7 @@
 mod access;
 pub(crate) mod bounded;
 mod completion;
+pub mod counters;
 // The connection loop: served through `serve_connection` and `ServeOptions` (re-exported
 // below); its other items are the transports', not an API.
 #[doc(hidden)]

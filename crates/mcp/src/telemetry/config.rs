@@ -13,7 +13,9 @@
 //! - `OTEL_EXPORTER_OTLP_*` (endpoint, headers, timeout, per signal too) are the exporter's own;
 //!   the protocol must be `http/protobuf` (the default), the only one built in.
 //! - `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` are the SDK's (default
-//!   `parentbased_always_on`).
+//!   `parentbased_always_on`). Two are decided before any span is begun, so that sampling off
+//!   costs a message nothing: `always_off` makes no span at all (the trace context that came in
+//!   is still passed on), `parentbased_always_off` begins one only under a sampled parent.
 //! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512),
 //!   `OTEL_BSP_SCHEDULE_DELAY` (5000 ms), `OTEL_BSP_EXPORT_TIMEOUT` (30000 ms): the batch
 //!   processor's bounds.
@@ -33,6 +35,28 @@ pub fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
+/// Which spans the sampler of `OTEL_TRACES_SAMPLER` can keep, as far as it is known before one
+/// is begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Roots {
+    /// Any (the sampler decides each).
+    Any,
+    /// Only those under a sampled parent (`parentbased_always_off`).
+    UnderSampledParent,
+    /// None (`always_off`).
+    None,
+}
+
+impl Roots {
+    fn from_env() -> Roots {
+        match var("OTEL_TRACES_SAMPLER").as_deref() {
+            Some("always_off") => Roots::None,
+            Some("parentbased_always_off") => Roots::UnderSampledParent,
+            _ => Roots::Any,
+        }
+    }
+}
+
 /// What the environment asks for.
 pub struct Config {
     /// `OTEL_SDK_DISABLED=true`.
@@ -41,6 +65,8 @@ pub struct Config {
     pub resource: Resource,
     /// Spans go out, batched so.
     pub traces: Option<Batch>,
+    /// Which spans the sampler can keep.
+    pub roots: Roots,
     /// Metrics go out over OTLP too.
     pub metrics: bool,
 }
@@ -115,7 +141,9 @@ impl Config {
         if !named {
             resource = resource.with_service_name(service.to_owned());
         }
-        let traces = if exported("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")? {
+        let roots = Roots::from_env();
+        let traces = if roots != Roots::None && exported("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")?
+        {
             check_protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")?;
             let defaults = Batch::default();
             let max_queue = number("OTEL_BSP_MAX_QUEUE_SIZE", defaults.max_queue as u64)?.max(1) as usize;
@@ -133,6 +161,6 @@ impl Config {
         if metrics {
             check_protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")?;
         }
-        Ok(Config { disabled, resource: resource.build(), traces, metrics })
+        Ok(Config { disabled, resource: resource.build(), traces, roots, metrics })
     }
 }

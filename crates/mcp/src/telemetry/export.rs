@@ -3,9 +3,10 @@
 //!
 //! An ended span that is sampled goes into a bounded queue ([`Batcher`], `OTEL_BSP_MAX_QUEUE_SIZE`)
 //! with a non-blocking send; one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
-//! whatever came within `OTEL_BSP_SCHEDULE_DELAY`) and exports one batch at a time, each export
-//! bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task, and every export request, runs on a runtime of
-//! its own, on a thread of its own: a server's threads never wait for a collector. When the
+//! whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
+//! and exports one batch at a time, each export bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task,
+//! and every export request, runs on a runtime of its own, on a thread of its own: a server's
+//! threads never wait for a collector. When the
 //! collector is slow or gone, the queue fills and the spans that do not fit are dropped, and
 //! counted (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the
 //! collector did not take is counted as failed (`otel.sdk.exporter.span.exported` with the
@@ -230,6 +231,9 @@ struct Batcher {
     spans: mpsc::Sender<SpanData>,
     commands: mpsc::Sender<Command>,
     export_timeout: Duration,
+    /// Told when a full batch is waiting (the export task is not woken for each span).
+    full: std::sync::Arc<tokio::sync::Notify>,
+    max_batch: u64,
 }
 
 impl SpanProcessor for Batcher {
@@ -243,7 +247,9 @@ impl SpanProcessor for Batcher {
         match self.spans.try_send(span) {
             Ok(()) => {
                 stats.queued.fetch_add(1, Ordering::Relaxed);
-                stats.waiting.fetch_add(1, Ordering::Relaxed);
+                if stats.waiting.fetch_add(1, Ordering::Relaxed) + 1 == self.max_batch {
+                    self.full.notify_one();
+                }
             }
             Err(_) => {
                 stats.dropped.fetch_add(1, Ordering::Relaxed);
@@ -260,8 +266,8 @@ impl SpanProcessor for Batcher {
     }
 }
 
-/// Asks the export task to export what is queued, and waits at most `timeout` (from any thread
-/// but the export thread's).
+/// Asks an export task (spans or metrics) to export what it holds, and waits at most `timeout`
+/// (from any thread but the export thread's).
 fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdkResult {
     let (done, exported) = oneshot::channel();
     if commands.try_send(Command::Flush(done)).is_err() {
@@ -278,47 +284,47 @@ fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdk
     }
 }
 
-/// The export task: batches from the queue, exported one at a time.
+/// The export task: it sleeps until a batch is full, the delay has passed or a flush is asked
+/// for, then exports what is queued, a batch at a time. Spans are taken from the queue without
+/// waiting on it, so that ending a span never wakes this thread: under load it wakes once per
+/// batch, not once per span.
 async fn export_loop(
     exporter: opentelemetry_otlp::SpanExporter,
     mut spans: mpsc::Receiver<SpanData>,
     mut commands: mpsc::Receiver<Command>,
+    full: std::sync::Arc<tokio::sync::Notify>,
     batch: Batch,
 ) {
     let mut pending: Vec<SpanData> = Vec::with_capacity(batch.max_batch);
     loop {
-        let deadline = tokio::time::sleep(batch.delay);
-        tokio::pin!(deadline);
-        let mut flush = None;
-        // Fill a batch until it is full, the delay passed, or a flush is asked for.
-        while pending.len() < batch.max_batch {
-            tokio::select! {
-                biased;
-                command = commands.recv() => match command {
-                    Some(Command::Flush(done)) => { flush = Some(done); break; }
-                    None => return,
-                },
-                span = spans.recv() => match span {
-                    Some(span) => {
-                        stats().waiting.fetch_sub(1, Ordering::Relaxed);
-                        pending.push(span);
+        let flush = tokio::select! {
+            biased;
+            command = commands.recv() => match command {
+                Some(Command::Flush(done)) => Some(done),
+                None => return,
+            },
+            () = full.notified() => None,
+            () = tokio::time::sleep(batch.delay) => None,
+        };
+        // Everything queued so far goes out (before a flush is answered), a batch at a time.
+        loop {
+            match spans.try_recv() {
+                Ok(span) => {
+                    stats().waiting.fetch_sub(1, Ordering::Relaxed);
+                    pending.push(span);
+                    if pending.len() >= batch.max_batch {
+                        export(&exporter, &mut pending, &batch).await;
                     }
-                    None => return,
-                },
-                () = &mut deadline => break,
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    export(&exporter, &mut pending, &batch).await;
+                    return;
+                }
             }
         }
         export(&exporter, &mut pending, &batch).await;
         if let Some(done) = flush {
-            // Everything queued before the flush goes out before it is answered.
-            while let Ok(span) = spans.try_recv() {
-                stats().waiting.fetch_sub(1, Ordering::Relaxed);
-                pending.push(span);
-                if pending.len() >= batch.max_batch {
-                    export(&exporter, &mut pending, &batch).await;
-                }
-            }
-            export(&exporter, &mut pending, &batch).await;
             let _ = done.send(());
         }
     }
@@ -372,13 +378,15 @@ pub(crate) fn tracer_provider(config: &Config, batch: &Batch) -> Result<SdkTrace
     stats().capacity.store(batch.max_queue as u64, Ordering::Relaxed);
     let mut exporter = exporter;
     opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, &config.resource);
-    runtime().spawn(export_loop(exporter, spans_rx, commands_rx, batch.clone()));
+    let full = std::sync::Arc::new(tokio::sync::Notify::new());
+    runtime().spawn(export_loop(exporter, spans_rx, commands_rx, full.clone(), batch.clone()));
     let _ = COMMANDS.set(commands.clone());
-    let batcher = Batcher { spans, commands, export_timeout: batch.export_timeout };
+    let batcher =
+        Batcher { spans, commands, export_timeout: batch.export_timeout, full, max_batch: batch.max_batch as u64 };
     Ok(SdkTracerProvider::builder().with_resource(config.resource.clone()).with_span_processor(batcher).build())
 }
 
-/// The OTLP/HTTP metric exporter (the SDK's periodic reader drives it).
+/// The OTLP/HTTP metric exporter ([`push_metrics`] drives it).
 pub(crate) fn metric_exporter() -> Result<opentelemetry_otlp::MetricExporter, String> {
     let client = Sender::new().map_err(|e| e.to_string())?;
     opentelemetry_otlp::MetricExporter::builder()
@@ -387,6 +395,64 @@ pub(crate) fn metric_exporter() -> Result<opentelemetry_otlp::MetricExporter, St
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .build()
         .map_err(|e| e.to_string())
+}
+
+/// The metric push task's requests (one task per process, when metrics are pushed).
+static METRIC_COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
+
+/// Pushes what `reader` has gathered with `exporter` every `interval`, and when a flush asks,
+/// on the export runtime. The first failure in a row is said on stderr.
+pub(crate) fn push_metrics(
+    exporter: opentelemetry_otlp::MetricExporter,
+    reader: std::sync::Arc<opentelemetry_sdk::metrics::ManualReader>,
+    interval: Duration,
+) {
+    use opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
+    use opentelemetry_sdk::metrics::reader::MetricReader as _;
+    let (commands, mut requests) = mpsc::channel(4);
+    if METRIC_COMMANDS.set(commands).is_err() {
+        return;
+    }
+    runtime().spawn(async move {
+        let mut failing = false;
+        loop {
+            let flush = tokio::select! {
+                () = tokio::time::sleep(interval) => None,
+                request = requests.recv() => match request {
+                    Some(Command::Flush(done)) => Some(done),
+                    None => return,
+                },
+            };
+            let mut collected = opentelemetry_sdk::metrics::data::ResourceMetrics::default();
+            if reader.collect(&mut collected).is_ok() {
+                let pushed = match tokio::time::timeout(Duration::from_secs(30), exporter.export(&collected)).await {
+                    Ok(pushed) => pushed.map_err(|e| e.to_string()),
+                    Err(_) => Err("no answer within 30 s".to_owned()),
+                };
+                match pushed {
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(
+                            "OpenTelemetry: metrics could not be exported ({e}); later failures are not said"
+                        );
+                    }
+                    Ok(()) => failing = false,
+                    Err(_) => {}
+                }
+            }
+            if let Some(done) = flush {
+                let _ = done.send(());
+            }
+        }
+    });
+}
+
+/// Pushes the metrics now, when they are pushed at all, waiting at most `timeout`.
+pub(crate) fn flush_metrics(timeout: Duration) -> OTelSdkResult {
+    match METRIC_COMMANDS.get() {
+        Some(commands) => flush_batcher(commands, timeout),
+        None => Ok(()),
+    }
 }
 
 /// Exports what is queued, waiting at most `timeout`.

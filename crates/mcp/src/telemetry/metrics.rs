@@ -33,7 +33,8 @@ pub(crate) enum Side {
 const BOUNDARIES: [f64; 14] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
 
 struct Meters {
-    provider: SdkMeterProvider,
+    /// Owns the pipeline the instruments record into: kept for the process's life.
+    _provider: SdkMeterProvider,
     reader: Arc<ManualReader>,
     server_operation: Histogram<f64>,
     client_operation: Histogram<f64>,
@@ -71,8 +72,10 @@ fn build(config: Option<&Config>) -> Meters {
     if let Some(config) = config {
         builder = builder.with_resource(config.resource.clone());
         if config.metrics {
+            // Pushed from the one reader the Prometheus page reads too (the SDK's periodic
+            // reader would be a second pipeline, every measurement recorded twice).
             match super::export::metric_exporter() {
-                Ok(exporter) => builder = builder.with_periodic_exporter(exporter),
+                Ok(exporter) => super::export::push_metrics(exporter, reader.clone(), push_interval()),
                 Err(e) => {
                     eprintln!("OpenTelemetry: the metric exporter cannot start ({e}); metrics stay on /metrics only")
                 }
@@ -101,7 +104,7 @@ fn build(config: Option<&Config>) -> Meters {
         ),
         server_session: histogram("mcp.server.session.duration", "The duration of the MCP session as observed on the MCP server."),
         client_session: histogram("mcp.client.session.duration", "The duration of the MCP session as observed on the MCP client."),
-        provider,
+        _provider: provider,
         reader,
     }
 }
@@ -130,20 +133,15 @@ pub(crate) fn session(side: Side, seconds: f64, attributes: &[KeyValue]) {
     histogram.record(seconds, attributes);
 }
 
-/// Pushes the metrics out now, when they are exported.
+/// How often metrics are pushed: `OTEL_METRIC_EXPORT_INTERVAL` milliseconds (60 s unless set).
+fn push_interval() -> Duration {
+    let millis = std::env::var("OTEL_METRIC_EXPORT_INTERVAL").ok().and_then(|v| v.trim().parse::<u64>().ok());
+    Duration::from_millis(millis.unwrap_or(60_000).max(1))
+}
+
+/// Pushes the metrics out now, when they are exported, waiting at most `timeout`.
 pub(crate) fn flush(timeout: Duration) {
-    let Some(meters) = METERS.get() else { return };
-    // The SDK's flush waits for the exporter's own timeout: on a thread of its own, so that a
-    // stalled collector costs this process at most `timeout`.
-    let provider = meters.provider.clone();
-    let (done, flushed) = std::sync::mpsc::channel();
-    let started = std::thread::Builder::new().name("mcp-metrics-flush".into()).spawn(move || {
-        let _ = provider.force_flush();
-        let _ = done.send(());
-    });
-    if started.is_ok() {
-        let _ = flushed.recv_timeout(timeout);
-    }
+    let _ = super::export::flush_metrics(timeout);
 }
 
 /// Every metric, in the Prometheus text exposition format (version 0.0.4).

@@ -38,13 +38,22 @@ pub use spans::{Ending, Message, Operation, Peer, Session, Transport};
 /// What [`init`] set up for spans.
 struct Tracing {
     tracer: opentelemetry_sdk::trace::SdkTracer,
+    /// Spans are begun only under a sampled parent (`parentbased_always_off`).
+    only_under_sampled: bool,
 }
 
 static TRACING: OnceLock<Tracing> = OnceLock::new();
 
-/// The tracer spans are made with, once [`init`] found an exporter.
-pub(crate) fn tracer() -> Option<&'static opentelemetry_sdk::trace::SdkTracer> {
-    TRACING.get().map(|t| &t.tracer)
+/// The tracer spans are made with, once [`init`] found an exporter, for a span whose parent is
+/// `parent`: `None` when no span is made (none is exported, or the sampler would drop it
+/// whatever it is).
+pub(crate) fn tracer(parent: &opentelemetry::Context) -> Option<&'static opentelemetry_sdk::trace::SdkTracer> {
+    use opentelemetry::trace::TraceContextExt as _;
+    let tracing = TRACING.get()?;
+    if tracing.only_under_sampled && !parent.span().span_context().is_sampled() {
+        return None;
+    }
+    Some(&tracing.tracer)
 }
 
 /// Whether spans are made (and exported).
@@ -79,7 +88,8 @@ pub fn init(service: &str) {
                     use opentelemetry::trace::TracerProvider as _;
                     let tracer = provider.tracer_with_scope(scope());
                     opentelemetry::global::set_tracer_provider(provider.clone());
-                    let _ = TRACING.set(Tracing { tracer });
+                    let only_under_sampled = config.roots == config::Roots::UnderSampledParent;
+                    let _ = TRACING.set(Tracing { tracer, only_under_sampled });
                 }
                 Err(e) => eprintln!("OpenTelemetry: the span exporter cannot start ({e}); spans stay off"),
             }

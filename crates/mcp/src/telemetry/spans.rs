@@ -321,7 +321,7 @@ impl Operation {
         {
             op.target = Some((kind, cut(target)));
         }
-        let Some(tracer) = super::tracer() else {
+        let Some(tracer) = super::tracer(&op.cx) else {
             return op; // no span: the parent context is passed on as it is
         };
         let mut builder = tracer

@@ -42,7 +42,7 @@ use mcp_types::{ErrorCode, ErrorObject, RequestId};
 
 pub use audit::{close_all as close_audit_logs, dropped_lines as audit_lines_dropped, AuditLog};
 pub use limits::{ConcurrencyLimit, ResponseSizeLimit, Timeout};
-pub use rate::RateLimit;
+pub use rate::{refused_requests as rate_limit_refusals, RateLimit};
 
 pub use crate::server::reply::Reply;
 

@@ -80,6 +80,7 @@ impl Middleware for RateLimit {
             match self.take(call.account_str(), Instant::now()) {
                 Ok(()) => next.run(call).await,
                 Err(wait) => {
+                    REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let ms = wait.as_millis().max(1) as u64;
                     let message = format!(
                         "Rate limit exceeded: at most {} requests per second for this account. Retry in {ms} ms.",
@@ -90,6 +91,15 @@ impl Middleware for RateLimit {
             }
         })
     }
+}
+
+/// Requests every rate limit of this process refused (see [`refused_requests`]).
+static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Requests refused so far by every rate limit of this process (what `/metrics` pages show as
+/// `mcp_rate_limit_refusals_total`).
+pub fn refused_requests() -> u64 {
+    REFUSED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(test)]

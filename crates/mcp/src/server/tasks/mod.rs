@@ -35,6 +35,7 @@ pub(crate) mod wire;
 use std::time::Duration;
 
 pub use record::{Outcome, TaskForm, TaskRecord};
+pub use run::tasks_created;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, Place, StoreError, StoreFuture, TaskStore};

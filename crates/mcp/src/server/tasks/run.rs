@@ -82,6 +82,15 @@ pub(crate) fn mode(
     }
 }
 
+/// Tasks this process created (see [`tasks_created`]).
+static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Tasks created so far by every task manager of this process (what `/metrics` pages show as
+/// `mcp_tasks_created_total`).
+pub fn tasks_created() -> u64 {
+    CREATED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Starts the call; see the module's documentation.
 pub(crate) async fn start(
     manager: &std::sync::Arc<TaskManager>,
@@ -136,6 +145,7 @@ pub(crate) async fn start(
         return Err(ErrorObject::internal(e.to_string()));
     }
     let record = live.snapshot();
+    CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tokio::spawn(watch(live, running, cx.is_modern()));
     Ok(Started::Task(match form {
         TaskForm::Extension => wire::created(&record),

@@ -340,18 +340,14 @@ fn library_page(path: &str, sessions: usize) -> Option<SidePage> {
     }
 }
 
-/// The library's metrics: audit lines dropped, live legacy sessions.
+/// The library's metrics: the process's counters ([`crate::server::counters`]), live legacy
+/// sessions, and with telemetry the conventions' histograms.
 pub fn library_metrics(sessions: usize) -> String {
-    #[allow(unused_mut)] // the histograms are added with telemetry only
-    let mut page = format!(
-        "# HELP mcp_audit_lines_dropped_total Audit log lines dropped because the log could not be written as fast as requests came.\n\
-         # TYPE mcp_audit_lines_dropped_total counter\n\
-         mcp_audit_lines_dropped_total {}\n\
-         # HELP mcp_http_sessions Live legacy sessions (protocol versions up to 2025-11-25).\n\
-         # TYPE mcp_http_sessions gauge\n\
-         mcp_http_sessions {sessions}\n",
-        crate::server::middleware::audit_lines_dropped()
-    );
+    let mut page = crate::server::counters::prometheus();
+    page.push_str(&format!(
+        "# HELP mcp_http_sessions Live legacy sessions (protocol versions up to 2025-11-25).\n\
+         # TYPE mcp_http_sessions gauge\nmcp_http_sessions {sessions}\n"
+    ));
     // The MCP conventions' histograms (`mcp_server_operation_duration_seconds`...).
     #[cfg(feature = "otel")]
     page.push_str(&crate::telemetry::metrics::prometheus());

@@ -1,0 +1,262 @@
+//! What OpenTelemetry costs a server: `mcp-example` built without the `otel` feature against
+//! the same server built with it, in one run, over HTTP (`echo` calls at 16 keep-alive
+//! connections, 2026-07-28) and over stdio (64 calls in flight, and one at a time). The build
+//! with telemetry runs twice: exporting every span (`OTEL_TRACES_SAMPLER=always_on`) over
+//! OTLP/HTTP to a collector this process serves on a loopback port (it reads every request and
+//! answers 200, counting the bytes), and with sampling off (`always_off`, the exporter still
+//! configured: the histograms are pushed to it).
+//!
+//! Targets: every span exported costs under 10% of the throughput at 16 connections; sampling
+//! off costs nothing measurable (within 3%). Exits 1 when one is missed (`--no-fail`: always 0),
+//! or when the collector received nothing from the sampled runs.
+//!
+//! Run (the build with telemetry goes to its own target directory, so that the one without it
+//! keeps its features):
+//!
+//! ```text
+//! CARGO_TARGET_DIR=target/otel cargo build --profile dist -p mcp-example --features otel
+//! cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-otel
+//! ```
+//!
+//! `--otel-server PATH` names the build with telemetry elsewhere.
+
+#![allow(clippy::print_stdout)] // a benchmark reports on stdout
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_bench::http::{load, post_request, HttpProcess};
+use mcp_bench::{median, report, sibling_binary, time, StdioProcess};
+
+const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const ROUNDS: usize = 3;
+
+/// A collector on a loopback port that takes whatever is posted and answers 200.
+mod collector {
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+
+    /// Starts it; the counter holds the bytes received so far.
+    pub async fn start(received: Arc<AtomicU64>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let received = received.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                        let received = received.clone();
+                        async move {
+                            let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                            received.fetch_add(body.len() as u64, Ordering::Relaxed);
+                            let mut answer = hyper::Response::new(Full::new(Bytes::new()));
+                            answer.headers_mut().insert("content-type", "application/x-protobuf".parse().unwrap());
+                            Ok::<_, Infallible>(answer)
+                        }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                });
+            }
+        });
+        url
+    }
+}
+
+/// One way of running the server: which build, and its telemetry environment.
+struct Variant {
+    name: &'static str,
+    program: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Variant {
+    fn command(&self) -> (PathBuf, Vec<(&'static str, String)>) {
+        (self.program.clone(), self.env.clone())
+    }
+}
+
+fn variants(plain: PathBuf, traced: PathBuf, collector: &str) -> Vec<Variant> {
+    let exporting = |sampler: &str| {
+        vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.to_owned()),
+            ("OTEL_TRACES_SAMPLER", sampler.to_owned()),
+            ("OTEL_SERVICE_NAME", "bench-otel".to_owned()),
+        ]
+    };
+    vec![
+        Variant { name: "without otel", program: plain, env: vec![] },
+        Variant { name: "otel, every span exported", program: traced.clone(), env: exporting("always_on") },
+        Variant { name: "otel, sampling off", program: traced, env: exporting("always_off") },
+    ]
+}
+
+/// Requests per second at 16 connections, median of the rounds, per variant (the rounds
+/// interleaved, so that a noisy spell touches every variant alike).
+async fn http_throughput(variants: &[Variant]) -> Vec<f64> {
+    let servers: Vec<HttpProcess> = variants
+        .iter()
+        .map(|v| {
+            let (program, env) = v.command();
+            HttpProcess::start_with_env(&program, &["--http", "{addr}"], &env)
+        })
+        .collect();
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")];
+    let requests: Vec<Vec<u8>> = servers.iter().map(|s| post_request(s.port, &headers, BODY)).collect();
+    for (server, request) in servers.iter().zip(&requests) {
+        load(server.port, request, 4, Duration::from_millis(500)).await; // warm-up
+    }
+    let mut rounds = vec![Vec::new(); servers.len()];
+    for _ in 0..ROUNDS {
+        for (i, (server, request)) in servers.iter().zip(&requests).enumerate() {
+            rounds[i].push(load(server.port, request, 16, Duration::from_secs(1)).await);
+        }
+    }
+    rounds.into_iter().map(median_of).collect()
+}
+
+fn median_of(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn echo(id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}}}}}}"#
+    )
+}
+
+fn start_stdio(variant: &Variant) -> StdioProcess {
+    let (program, env) = variant.command();
+    let mut p = StdioProcess::spawn_with_env(&program, &[], &env);
+    p.send(INIT);
+    p.recv();
+    p.send(INITIALIZED);
+    p
+}
+
+/// Calls per second over stdio with 64 in flight (written in windows of 64, then read).
+fn stdio_pipelined(variant: &Variant, calls: usize) -> f64 {
+    use std::io::Write;
+    let mut p = start_stdio(variant);
+    let (elapsed, ()) = time(|| {
+        for window in (1..=calls).collect::<Vec<_>>().chunks(64) {
+            for id in window {
+                p.stdin.write_all(echo(*id).as_bytes()).unwrap();
+                p.stdin.write_all(b"\n").unwrap();
+            }
+            p.stdin.flush().unwrap();
+            for _ in window {
+                let line = p.recv();
+                assert!(line.contains("hello"), "{}: {line}", variant.name);
+            }
+        }
+    });
+    p.finish();
+    calls as f64 / elapsed.as_secs_f64()
+}
+
+/// The median round trip of one call at a time over stdio.
+fn stdio_latency(variant: &Variant, calls: usize) -> Duration {
+    let mut p = start_stdio(variant);
+    let samples = (1..=calls)
+        .map(|id| {
+            time(|| {
+                p.send(&echo(id));
+                p.recv()
+            })
+            .0
+        })
+        .collect();
+    p.finish();
+    median(samples)
+}
+
+fn traced_server() -> PathBuf {
+    let mut args = std::env::args().skip_while(|a| a != "--otel-server");
+    if let Some(path) = args.nth(1) {
+        return PathBuf::from(path);
+    }
+    // target/dist/bench-otel -> target/otel/dist/mcp-example
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.parent().and_then(Path::parent).unwrap();
+    let path = target.join("otel").join("dist").join("mcp-example");
+    assert!(
+        path.exists(),
+        "{} not found: build it with `CARGO_TARGET_DIR=target/otel cargo build --profile dist -p mcp-example --features otel`",
+        path.display()
+    );
+    path
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let no_fail = std::env::args().any(|a| a == "--no-fail");
+    let received = Arc::new(AtomicU64::new(0));
+    let collector = collector::start(received.clone()).await;
+    let variants = variants(sibling_binary("mcp-example"), traced_server(), &collector);
+    let mut ok = true;
+
+    let http = http_throughput(&variants).await;
+    let exported_http = received.swap(0, Ordering::Relaxed);
+    println!("echo over HTTP, 16 connections (req/s, median of {ROUNDS}):");
+    ok &= compare(&variants, &http, "req/s");
+    println!("  the collector received {} KiB of spans", exported_http / 1024);
+
+    let mut piped = vec![Vec::new(); variants.len()];
+    for _ in 0..ROUNDS {
+        for (i, v) in variants.iter().enumerate() {
+            piped[i].push(stdio_pipelined(v, 20_000));
+        }
+    }
+    // One call at a time with client and server on one CPU (as bench-stdio measures latency):
+    // across cores, the scheduler's wake-ups make the figure flip between runs.
+    mcp_bench::pin_to_one_cpu();
+    let mut latency = vec![Vec::new(); variants.len()];
+    for _ in 0..ROUNDS {
+        for (i, v) in variants.iter().enumerate() {
+            latency[i].push(stdio_latency(v, 2_000));
+        }
+    }
+    // The stdio servers flush their spans as they exit: give the collector a moment.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let exported_stdio = received.swap(0, Ordering::Relaxed);
+    println!("echo over stdio, 64 in flight (calls/s, median of {ROUNDS}):");
+    ok &= compare(&variants, &piped.into_iter().map(median_of).collect::<Vec<_>>(), "calls/s");
+    println!("echo over stdio, one at a time, client and server on one CPU (median round trip, µs):");
+    let latency: Vec<f64> = latency.into_iter().map(|l| median(l).as_secs_f64() * 1e6).collect();
+    for (v, l) in variants.iter().zip(&latency) {
+        println!("  {:<28} {l:>8.1} µs   (+{:.1} µs)", v.name, l - latency[0]);
+    }
+    println!("  the collector received {} KiB of spans", exported_stdio / 1024);
+    if exported_http == 0 || exported_stdio == 0 {
+        println!("the collector received no span from a sampled run: the build named is not the one with telemetry");
+        ok = false;
+    }
+    if !ok && !no_fail {
+        std::process::exit(1);
+    }
+}
+
+/// Prints each variant against the first; whether every exported span costs under 10% and
+/// sampling off under 3%.
+fn compare(variants: &[Variant], figures: &[f64], unit: &str) -> bool {
+    let mut ok = true;
+    for (i, (v, figure)) in variants.iter().zip(figures).enumerate().skip(1) {
+        let ratio = figure / figures[0];
+        let target = if i == 1 { 0.90 } else { 0.97 };
+        let met = ratio >= target;
+        report(&format!("  {}", v.name), *figure, figures[0], unit, ratio, &format!(">= {target:.2}"), met);
+        ok &= met;
+    }
+    ok
+}
