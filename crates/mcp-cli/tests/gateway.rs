@@ -599,3 +599,48 @@ fn two_gateways_on_one_redis_count_one_rate_limit() {
     assert_eq!(status, 429, "the fourth call on either gateway is over the shared burst of 3: {body}");
     assert!(body.contains("Rate limit exceeded"), "{body}");
 }
+
+/// A stdio server of a few lines (legacy, no tools) that writes `stdin closed` to the file named
+/// by its argument when its stdin ends, as a server flushing what it holds would.
+const EXIT_RECORDING_UPSTREAM: &str = r#"
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method = message.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "exit-recorder", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": []}
+    elif method == "ping":
+        result = {}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                          "error": {"code": -32601, "message": "method not found"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+with open(sys.argv[1], "w") as out:
+    out.write("stdin closed")
+"#;
+
+/// Told to stop (SIGTERM), the gateway lets its stdio upstreams go as the spec's lifecycle says:
+/// their stdin closed and a moment to exit on their own (what a server sends last, its spans and
+/// logs, goes out then), rather than killed with it.
+#[test]
+fn a_stopped_gateway_closes_its_upstreams_stdin_and_lets_them_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (script, marker) = (dir.path().join("upstream.py"), dir.path().join("exited"));
+    std::fs::write(&script, EXIT_RECORDING_UPSTREAM).unwrap();
+    let mut gateway = Gateway::start(json!({"up": {"command": "python3", "args": [script, marker]}}));
+    let stopped = Command::new("kill").args(["-TERM", &gateway.child.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while gateway.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the gateway did not exit within 10 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let said = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert_eq!(said, "stdin closed", "the upstream was killed before its stdin was closed");
+}

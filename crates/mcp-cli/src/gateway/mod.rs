@@ -94,6 +94,13 @@ pub async fn serve(
     }
     tokio::spawn(keep_in_step(catalog.clone(), incoming, starting));
     let routes = side_routes(catalog);
+    // When the gateway stops, its upstream processes are let go as the spec's stdio lifecycle
+    // says, rather than killed with it.
+    mcp::cli::at_stop(move || {
+        Box::pin(async move {
+            futures_util::future::join_all(upstreams.iter().map(|u| u.shut_down())).await;
+        })
+    });
     mcp::cli::serve_with_routes(router, serve, Some(routes)).await.map_err(|e| format!("{name}: {e}"))
 }
 

@@ -235,6 +235,24 @@ impl Upstream {
         self.relisten.notify_one(); // the listen request holds the connection: it ends too
     }
 
+    /// Ends every connection of this upstream (the callers' own too) as the stdio lifecycle says:
+    /// stdin closed, a moment for the process to exit on its own (and send what it still holds:
+    /// its last spans, its logs), then killed. Nothing is connected again.
+    pub fn shut_down(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        let children: Vec<Arc<Upstream>> =
+            self.children.lock().unwrap().drain(..).map(|child| child.upstream).collect();
+        self.stopped.store(true, Ordering::Relaxed);
+        let client = self.client.write().unwrap().take().map(|(_, client)| client);
+        self.broken.notify_one();
+        self.relisten.notify_one();
+        // A caller's own connection is an upstream too: the future is boxed, as it recurses.
+        Box::pin(async move {
+            let closing = futures_util::future::join_all(client.into_iter().map(Client::close));
+            let children = futures_util::future::join_all(children.iter().map(|child| child.shut_down()));
+            futures_util::future::join(closing, children).await;
+        })
+    }
+
     /// The live connection; when there is none, the next connection attempt is waited for (a
     /// session's child being started: up to 30 s; an upstream being started again: up to 5 s),
     /// so that a restart is all but invisible to the calls that follow it.

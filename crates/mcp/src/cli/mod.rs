@@ -178,17 +178,18 @@ pub async fn serve_with_routes(
     init_telemetry();
     // Session and task ids, keys: a server without random bytes refuses to start, saying so.
     crate::util::random::check()?;
-    if args.limits.audit_log.is_none() && !exports_telemetry() {
+    if args.limits.audit_log.is_none() && !exports_telemetry() && !has_stop_hooks() {
         return serve_transport(router, args, side_routes).await;
     }
     // With an audit log, its queue is written out before the process ends, and the lines it
     // dropped are counted on stderr: when the transport ends (stdin closed), or when the process
-    // is told to stop. So are the spans waiting for export.
+    // is told to stop. So are the spans waiting for export, after the hooks of `at_stop` ran.
     let served = serve_transport(router, args, side_routes);
     let stopped = tokio::select! {
         result = served => Some(result),
         () = stop_signal() => None,
     };
+    run_stop_hooks().await;
     crate::server::middleware::close_audit_logs();
     flush_telemetry();
     match stopped {
@@ -196,6 +197,31 @@ pub async fn serve_with_routes(
         // The transport may hold a blocking read (a terminal's stdin): nothing is left to wait for.
         None => std::process::exit(0),
     }
+}
+
+/// Work to do when a server stops, before its audit logs are closed and its spans flushed.
+type StopHook = Box<dyn FnOnce() -> crate::util::BoxFuture<()> + Send>;
+
+static STOP_HOOKS: std::sync::Mutex<Vec<StopHook>> = std::sync::Mutex::new(Vec::new());
+
+/// How long the hooks of [`at_stop`] may take, together.
+const STOP_HOOKS_WAIT: Duration = Duration::from_secs(3);
+
+/// Runs `hook` when the server [`serve_with_routes`] serves stops (its transport ended, or
+/// SIGTERM or SIGINT came), before its audit logs are closed and its spans flushed; the hooks
+/// have 3 s together. A gateway lets its upstream processes exit this way.
+pub fn at_stop(hook: impl FnOnce() -> crate::util::BoxFuture<()> + Send + 'static) {
+    STOP_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(hook));
+}
+
+fn has_stop_hooks() -> bool {
+    !STOP_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
+async fn run_stop_hooks() {
+    let hooks: Vec<StopHook> = std::mem::take(&mut *STOP_HOOKS.lock().unwrap_or_else(|e| e.into_inner()));
+    let all = futures_util::future::join_all(hooks.into_iter().map(|hook| hook()));
+    let _ = tokio::time::timeout(STOP_HOOKS_WAIT, all).await;
 }
 
 /// With the `otel` feature, telemetry as the `OTEL_*` variables say (see [`crate::telemetry`]),
