@@ -598,6 +598,8 @@ fn two_gateways_on_one_redis_count_one_rate_limit() {
     let (status, body) = call(&b.url, 9);
     assert_eq!(status, 429, "the fourth call on either gateway is over the shared burst of 3: {body}");
     assert!(body.contains("Rate limit exceeded"), "{body}");
+    let (_, page) = b.page("/metrics");
+    assert!(page.lines().any(|l| l == "mcp_rate_limit_refusals_total 1"), "counted on /metrics: {page}");
 }
 
 /// A stdio server of a few lines (legacy, no tools) that writes `stdin closed` to the file named

@@ -185,7 +185,8 @@ impl Upstream {
     /// The connection that serves `cx`: its caller's own (made now for its first request),
     /// else this one.
     pub fn for_caller(self: &Arc<Self>, cx: &RequestContext) -> Arc<Upstream> {
-        if !self.splits() {
+        // Once stopped (the gateway is stopping), no caller gets a process of its own.
+        if !self.splits() || self.stopped.load(Ordering::Relaxed) {
             return self.clone();
         }
         let Some(owner) = Owner::of(cx) else { return self.clone() };
@@ -241,8 +242,11 @@ impl Upstream {
     pub fn shut_down(&self) -> futures_util::future::BoxFuture<'_, ()> {
         let children: Vec<Arc<Upstream>> =
             self.children.lock().unwrap().drain(..).map(|child| child.upstream).collect();
-        self.stopped.store(true, Ordering::Relaxed);
-        let client = self.client.write().unwrap().take().map(|(_, client)| client);
+        let client = {
+            let mut slot = self.client.write().unwrap();
+            self.stopped.store(true, Ordering::Relaxed);
+            slot.take().map(|(_, client)| client)
+        };
         self.broken.notify_one();
         self.relisten.notify_one();
         // A caller's own connection is an upstream too: the future is boxed, as it recurses.
@@ -331,7 +335,17 @@ impl Upstream {
             match connected {
                 Ok(client) => {
                     let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-                    *self.client.write().unwrap() = Some((generation, client.clone()));
+                    {
+                        // Checked under the lock `shut_down` stops under: a connection made
+                        // while the gateway stops is let go, not left running.
+                        let mut slot = self.client.write().unwrap();
+                        if self.stopped.load(Ordering::Relaxed) {
+                            drop(slot);
+                            client.close().await;
+                            return;
+                        }
+                        *slot = Some((generation, client.clone()));
+                    }
                     self.attempted.notify_waiters();
                     if listing {
                         self.metrics.up.store(true, Ordering::Relaxed);

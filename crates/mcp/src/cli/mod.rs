@@ -204,12 +204,14 @@ type StopHook = Box<dyn FnOnce() -> crate::util::BoxFuture<()> + Send>;
 
 static STOP_HOOKS: std::sync::Mutex<Vec<StopHook>> = std::sync::Mutex::new(Vec::new());
 
-/// How long the hooks of [`at_stop`] may take, together.
-const STOP_HOOKS_WAIT: Duration = Duration::from_secs(3);
+/// How long the hooks of [`at_stop`] may take, together (a child process's close takes 3 s at
+/// most: 2 s to exit on its own, 1 s after SIGTERM).
+const STOP_HOOKS_WAIT: Duration = Duration::from_millis(3500);
 
 /// Runs `hook` when the server [`serve_with_routes`] serves stops (its transport ended, or
 /// SIGTERM or SIGINT came), before its audit logs are closed and its spans flushed; the hooks
-/// have 3 s together. A gateway lets its upstream processes exit this way.
+/// have 3.5 s together. A gateway lets its upstream processes exit this way. The hooks are the
+/// process's: a process serving one server registers them.
 pub fn at_stop(hook: impl FnOnce() -> crate::util::BoxFuture<()> + Send + 'static) {
     STOP_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(hook));
 }

@@ -220,17 +220,19 @@ impl Sender for StdioSender {
         Box::pin(async move {
             drop(tx); // the writer task ends, closing the child's stdin
             let Some(Running { mut child, _guard }) = child else { return };
-            // Wait up to 2 s for the child to exit on its own, then kill it. A pidfd says the
-            // moment it exits; without one, its stdout closing says when to start looking.
+            // As the spec's stdio lifecycle says: up to 2 s for the child to exit on its own,
+            // then SIGTERM and up to 1 s more, then kill it. A pidfd says the moment it exits;
+            // without one, its stdout closing says when to start looking.
             let deadline = Instant::now() + Duration::from_secs(2);
             if !exit_watch(&child, Duration::from_secs(2)).await {
                 let _ = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c)).await;
             }
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
+            if exited_by(&mut child, deadline).await {
+                return;
+            }
+            terminate(&child);
+            if exited_by(&mut child, Instant::now() + Duration::from_secs(1)).await {
+                return;
             }
             end(&mut child);
         })
@@ -302,6 +304,34 @@ impl Drop for StdioSender {
 }
 
 /// Kills and reaps a child.
+/// Whether `child` exits by `deadline` (looked at every millisecond).
+async fn exited_by(child: &mut Child, deadline: Instant) -> bool {
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Asks `child` to stop (SIGTERM).
+#[allow(unsafe_code)]
+fn terminate(child: &Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a pid and a signal number touches no memory of ours; the child is
+        // not yet reaped (try_wait said it runs), so the pid is still its own.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = child;
+}
+
 fn end(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();

@@ -64,6 +64,7 @@ impl Middleware for RedisRateLimit {
             match self.take(&call.account()).await {
                 Ok((1, _)) => next.run(call).await,
                 Ok((_, wait)) => {
+                    crate::server::middleware::rate::count_refusal();
                     let ms = wait.max(1);
                     let message = format!(
                         "Rate limit exceeded: at most {} requests per second for this account. Retry in {ms} ms.",

@@ -14,8 +14,9 @@
 //!   the protocol must be `http/protobuf` (the default), the only one built in.
 //! - `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` are the SDK's (default
 //!   `parentbased_always_on`). Two are decided before any span is begun, so that sampling off
-//!   costs a message nothing: `always_off` makes no span at all (the trace context that came in
-//!   is still passed on), `parentbased_always_off` begins one only under a sampled parent.
+//!   costs a message next to nothing: `always_off` begins no span, `parentbased_always_off` one
+//!   only under a sampled parent; the context passed on then is the parent's (or a new trace)
+//!   with the sampled flag off, as the SDK's non-recording span would carry it.
 //! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512),
 //!   `OTEL_BSP_SCHEDULE_DELAY` (5000 ms), `OTEL_BSP_EXPORT_TIMEOUT` (30000 ms): the batch
 //!   processor's bounds.

@@ -247,7 +247,8 @@ impl SpanProcessor for Batcher {
         match self.spans.try_send(span) {
             Ok(()) => {
                 stats.queued.fetch_add(1, Ordering::Relaxed);
-                if stats.waiting.fetch_add(1, Ordering::Relaxed) + 1 == self.max_batch {
+                // Wrapping: the export task may take the span (and count it down) first.
+                if stats.waiting.fetch_add(1, Ordering::Relaxed).wrapping_add(1) == self.max_batch {
                     self.full.notify_one();
                 }
             }

@@ -44,6 +44,9 @@ struct Tracing {
 
 static TRACING: OnceLock<Tracing> = OnceLock::new();
 
+/// `OTEL_TRACES_SAMPLER=always_off`: no span is begun, and none exported.
+static SAMPLING_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The tracer spans are made with, once [`init`] found an exporter, for a span whose parent is
 /// `parent`: `None` when no span is made (none is exported, or the sampler would drop it
 /// whatever it is).
@@ -54,6 +57,33 @@ pub(crate) fn tracer(parent: &opentelemetry::Context) -> Option<&'static opentel
         return None;
     }
     Some(&tracing.tracer)
+}
+
+/// The context a message is handled in (and the next hop is told) when the sampler drops its
+/// span before it is begun: the parent's trace, or a new one, with the sampled flag off, as the
+/// SDK's non-recording span would carry it, so that the next hop does not record what this one
+/// dropped. `None` when this process decides nothing about spans (no exporter): the parent is
+/// then passed on as it came.
+pub(crate) fn dropped_context(parent: &opentelemetry::Context) -> Option<opentelemetry::Context> {
+    if TRACING.get().is_none() && !SAMPLING_OFF.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    Some(unsampled(parent))
+}
+
+/// `parent` with its span context marked not sampled (a new trace when it has none).
+fn unsampled(parent: &opentelemetry::Context) -> opentelemetry::Context {
+    use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceFlags};
+    use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
+    let span = parent.span();
+    let given = span.span_context();
+    let unsampled = if given.is_valid() {
+        SpanContext::new(given.trace_id(), given.span_id(), TraceFlags::default(), true, given.trace_state().clone())
+    } else {
+        let ids = RandomIdGenerator::default();
+        SpanContext::new(ids.new_trace_id(), ids.new_span_id(), TraceFlags::default(), false, Default::default())
+    };
+    parent.with_remote_span_context(unsampled)
 }
 
 /// Whether spans are made (and exported).
@@ -81,6 +111,7 @@ pub fn init(service: &str) {
             return;
         }
         opentelemetry::global::set_text_map_propagator(carrier::propagator());
+        SAMPLING_OFF.store(config.roots == config::Roots::None, std::sync::atomic::Ordering::Relaxed);
         metrics::init(&config);
         if let Some(traces) = &config.traces {
             match export::tracer_provider(&config, traces) {
@@ -119,4 +150,29 @@ pub fn current_ids() -> Option<(String, String)> {
     let span = cx.span();
     let ids = span.span_context();
     ids.is_valid().then(|| (ids.trace_id().to_string(), ids.span_id().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceFlags, TraceId, TraceState};
+    use opentelemetry::Context;
+
+    #[test]
+    fn a_dropped_span_passes_on_its_parent_unsampled_or_a_new_unsampled_trace() {
+        let trace = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+        let parent = SpanContext::new(
+            trace,
+            opentelemetry::trace::SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let cx = super::unsampled(&Context::new().with_remote_span_context(parent.clone()));
+        let passed = cx.span().span_context().clone();
+        assert_eq!((passed.trace_id(), passed.span_id()), (parent.trace_id(), parent.span_id()));
+        assert!(!passed.is_sampled(), "the next hop is told this one dropped it");
+        let root = super::unsampled(&Context::new());
+        let passed = root.span().span_context().clone();
+        assert!(passed.is_valid() && !passed.is_sampled(), "a new trace, not sampled: {passed:?}");
+    }
 }

@@ -322,7 +322,11 @@ impl Operation {
             op.target = Some((kind, cut(target)));
         }
         let Some(tracer) = super::tracer(&op.cx) else {
-            return op; // no span: the parent context is passed on as it is
+            // No span: the parent context is passed on, unsampled when the sampler dropped it.
+            if let Some(dropped) = super::dropped_context(&op.cx) {
+                op.cx = dropped;
+            }
+            return op;
         };
         let mut builder = tracer
             .span_builder(span_name(message.method, kind, message.target))

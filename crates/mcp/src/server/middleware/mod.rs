@@ -33,7 +33,7 @@
 
 mod audit;
 mod limits;
-mod rate;
+pub(crate) mod rate;
 
 use std::sync::{Arc, OnceLock};
 

@@ -80,7 +80,7 @@ impl Middleware for RateLimit {
             match self.take(call.account_str(), Instant::now()) {
                 Ok(()) => next.run(call).await,
                 Err(wait) => {
-                    REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    count_refusal();
                     let ms = wait.as_millis().max(1) as u64;
                     let message = format!(
                         "Rate limit exceeded: at most {} requests per second for this account. Retry in {ms} ms.",
@@ -95,6 +95,11 @@ impl Middleware for RateLimit {
 
 /// Requests every rate limit of this process refused (see [`refused_requests`]).
 static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one request refused by a rate limit (this one, or the Redis one).
+pub(crate) fn count_refusal() {
+    REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Requests refused so far by every rate limit of this process (what `/metrics` pages show as
 /// `mcp_rate_limit_refusals_total`).
