@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 /// The OTLP receiver, shared with the other packages' telemetry tests.
 #[path = "../../mcp/tests/otel/receiver.rs"]
 mod receiver;
-use receiver::Receiver;
+use receiver::{int, string, Receiver};
 
 const ROLE: &str = "MCP_OTEL_TEST_ROLE";
 const SPAN_KIND_INTERNAL: u64 = 1;
@@ -271,18 +271,6 @@ fn one<'a>(spans: &'a [Value], service: &str, name: &str, kind: u64) -> &'a Valu
         spans.iter().filter(|s| s["service"] == service && s["span"] == name && s["kind"] == kind).collect();
     assert_eq!(found.len(), 1, "one {name:?} of {service}, kind {kind}: {spans:#?}");
     found[0]
-}
-
-fn string<'a>(span: &'a Value, key: &str) -> &'a str {
-    let value = &span["attributes"][key];
-    assert_eq!(value["type"], "string_value", "{key} of {span:#}");
-    value["value"].as_str().unwrap()
-}
-
-fn int(span: &Value, key: &str) -> i64 {
-    let value = &span["attributes"][key];
-    assert_eq!(value["type"], "int_value", "{key} of {span:#}");
-    value["value"].as_i64().or_else(|| value["value"].as_str().and_then(|v| v.parse().ok())).unwrap()
 }
 
 /// Where every process exports: the receiver, at once, as `service`.

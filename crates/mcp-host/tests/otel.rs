@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 /// The OTLP receiver, shared with the other packages' telemetry tests.
 #[path = "../../mcp/tests/otel/receiver.rs"]
 mod receiver;
-use receiver::Receiver;
+use receiver::{int, string, Receiver};
 
 /// In the tool's arguments and result, and the API key: on no span.
 const SECRET: &str = "sk-ant-live-4b1d-never-in-a-span";
@@ -132,16 +132,4 @@ fn one<'a>(spans: &'a [Value], name: &str, kind: u64) -> &'a Value {
     let found: Vec<&Value> = spans.iter().filter(|s| s["span"] == name && s["kind"] == kind).collect();
     assert_eq!(found.len(), 1, "one {name} of kind {kind}: {spans:#?}");
     found[0]
-}
-
-fn string<'a>(span: &'a Value, key: &str) -> &'a str {
-    let value = &span["attributes"][key];
-    assert_eq!(value["type"], "string_value", "{key} of {span:#}");
-    value["value"].as_str().unwrap()
-}
-
-fn int(span: &Value, key: &str) -> i64 {
-    let value = &span["attributes"][key];
-    assert_eq!(value["type"], "int_value", "{key} of {span:#}");
-    value["value"].as_i64().or_else(|| value["value"].as_str().and_then(|v| v.parse().ok())).unwrap()
 }

@@ -1,5 +1,5 @@
 //! The OTLP receiver (`receiver.py` beside this file) as the telemetry tests of other packages
-//! start it: its port, and the spans it printed. Included by `crates/mcp-host/tests/otel.rs` and
+//! start it: its port, and the spans it printed; and reading a span's attributes with their type. Included by `crates/mcp-host/tests/otel.rs` and
 //! `crates/mcp-cli/tests/otel.rs` with `#[path]`.
 //!
 //! Its Python comes from `MCP_TEST_OTEL_PY` (`scripts/python-sdks.sh` sets it), else from
@@ -69,4 +69,18 @@ impl Drop for Receiver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The string attribute `key` of `span` (it must be one).
+pub fn string<'a>(span: &'a Value, key: &str) -> &'a str {
+    let value = &span["attributes"][key];
+    assert_eq!(value["type"], "string_value", "{key} of {span:#}");
+    value["value"].as_str().unwrap()
+}
+
+/// The integer attribute `key` of `span` (it must be one; JSON may carry it as a string).
+pub fn int(span: &Value, key: &str) -> i64 {
+    let value = &span["attributes"][key];
+    assert_eq!(value["type"], "int_value", "{key} of {span:#}");
+    value["value"].as_i64().or_else(|| value["value"].as_str().and_then(|v| v.parse().ok())).unwrap()
 }
