@@ -112,16 +112,19 @@ fn a_question_through_the_gateway_to_two_upstreams_is_one_trace() {
     call_with_both_contexts(web_port);
 
     let spans = receiver.wait_for(Duration::from_secs(30), |spans| {
-        let served = |service: &str, name: &str| {
-            spans
-                .iter()
-                .filter(|s| s["service"] == service && s["span"] == name && s["kind"] == SPAN_KIND_SERVER)
-                .count()
+        let count = |service: &str, name: &str, kind: u64| {
+            spans.iter().filter(|s| s["service"] == service && s["span"] == name && s["kind"] == kind).count()
         };
-        spans.iter().any(|s| s["span"] == "invoke_agent mcp chat")
-            && served("otel-web", "tools/call echo") == 2
-            && served("py-traced", "tools/call shout") == 1
-            && spans.iter().filter(|s| s["service"] == "mcp gateway" && s["kind"] == SPAN_KIND_CLIENT).count() >= 2
+        // Every span the checks below name: each process exports on its own schedule.
+        count("mcp chat", "invoke_agent mcp chat", SPAN_KIND_INTERNAL) == 1
+            && count("mcp chat", "chat claude-test", SPAN_KIND_CLIENT) == 2
+            && count("otel-web", "tools/call echo", SPAN_KIND_SERVER) == 2
+            && count("py-traced", "tools/call shout", SPAN_KIND_SERVER) == 1
+            && [("web__echo", "echo"), ("py__shout", "shout")].iter().all(|(tool, upstream_tool)| {
+                count("mcp chat", &format!("tools/call {tool}"), SPAN_KIND_CLIENT) == 1
+                    && count("mcp gateway", &format!("tools/call {tool}"), SPAN_KIND_SERVER) == 1
+                    && count("mcp gateway", &format!("tools/call {upstream_tool}"), SPAN_KIND_CLIENT) == 1
+            })
     });
     drop(gateway);
     let text = serde_json::to_string(&spans).unwrap();
