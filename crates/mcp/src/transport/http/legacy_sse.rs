@@ -82,7 +82,7 @@ pub(crate) fn open(shared: &Arc<Shared>, caller: Option<crate::server::identity:
         let event = Bytes::from(format!("event: message\ndata: {line}\n\n"));
         Some((Ok(Frame::data(event)), (lines, None, remove)))
     });
-    super::post::sse_response(StreamBody::new(body).boxed_unsync())
+    super::respond::sse_response(StreamBody::new(body).boxed_unsync())
 }
 
 /// POST `?sessionId=`: one message for a connection; answers go on its stream.

@@ -12,11 +12,17 @@
 //! Safe by default: Host and Origin checked on loopback, bounded bodies, a bounded session table
 //! with an idle reaper.
 
+mod batch;
 mod cluster;
+mod delete;
 pub mod directory;
 mod events;
+mod get;
+mod headers;
 mod legacy_sse;
+mod lookup;
 mod post;
+mod respond;
 mod security;
 mod sessions;
 mod sse;
@@ -197,8 +203,8 @@ impl McpService {
                     Err(response) => response,
                 }
             }
-            Method::GET => post::get(shared, request.into_parts().0).await,
-            Method::DELETE => post::delete(shared, request.into_parts().0).await,
+            Method::GET => get::get(shared, request.into_parts().0).await,
+            Method::DELETE => delete::delete(shared, request.into_parts().0).await,
             _ => {
                 let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
                 r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
