@@ -8,7 +8,7 @@ use mcp::client::Client;
 use mcp::types::skills::{SkillEntry, SkillResources};
 use serde_json::{json, Value};
 
-use crate::{protocol, Failure};
+use crate::failure::{protocol, Failure};
 
 /// Lists the skills, or loads the one named `name` (and writes it under `out`).
 pub async fn run(client: &Client, name: Option<&str>, out: Option<&Path>) -> Result<Value, Failure> {
