@@ -21,6 +21,7 @@ use opentelemetry_sdk::metrics::reader::MetricReader;
 use opentelemetry_sdk::metrics::{ManualReader, SdkMeterProvider, Temporality};
 
 use super::config::Config;
+use super::labels::{BoundPoints, Labels};
 
 /// Which side of the conversation a measurement is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +37,8 @@ struct Meters {
     /// Owns the pipeline the instruments record into: kept for the process's life.
     _provider: SdkMeterProvider,
     reader: Arc<ManualReader>,
-    server_operation: Histogram<f64>,
-    client_operation: Histogram<f64>,
+    server_operation: BoundPoints,
+    client_operation: BoundPoints,
     server_session: Histogram<f64>,
     client_session: Histogram<f64>,
 }
@@ -94,14 +95,14 @@ fn build(config: Option<&Config>) -> Meters {
     };
     super::export::register_counters(&meter);
     Meters {
-        server_operation: histogram(
+        server_operation: BoundPoints::new(histogram(
             "mcp.server.operation.duration",
             "MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.",
-        ),
-        client_operation: histogram(
+        )),
+        client_operation: BoundPoints::new(histogram(
             "mcp.client.operation.duration",
             "The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.",
-        ),
+        )),
         server_session: histogram("mcp.server.session.duration", "The duration of the MCP session as observed on the MCP server."),
         client_session: histogram("mcp.client.session.duration", "The duration of the MCP session as observed on the MCP client."),
         _provider: provider,
@@ -120,10 +121,10 @@ pub(crate) fn init(config: &Config) {
 }
 
 /// Records an operation's duration.
-pub(crate) fn operation(side: Side, seconds: f64, attributes: &[KeyValue]) {
+pub(crate) fn operation(side: Side, seconds: f64, labels: &Labels<'_>) {
     let meters = meters();
-    let histogram = if side == Side::Server { &meters.server_operation } else { &meters.client_operation };
-    histogram.record(seconds, attributes);
+    let points = if side == Side::Server { &meters.server_operation } else { &meters.client_operation };
+    points.record(seconds, labels);
 }
 
 /// Records a session's duration.

@@ -25,6 +25,7 @@
 pub mod carrier;
 pub mod config;
 pub mod export;
+mod labels;
 pub mod metrics;
 pub mod spans;
 

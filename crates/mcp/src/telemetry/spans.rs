@@ -36,6 +36,7 @@ use mcp_types::RequestId;
 use opentelemetry::trace::{Link, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 
+use super::labels::{Failure, Labels, Target};
 use super::metrics::{self, Side};
 
 /// Names, URIs and methods longer than this are cut in spans.
@@ -384,10 +385,9 @@ impl Operation {
             return;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        let error = error_type(&ending);
         if self.recording {
             let span = self.cx.span();
-            if let Some((error_type, code)) = &error {
+            if let Some((error_type, code)) = &error_type(&ending) {
                 span.set_attribute(KeyValue::new("error.type", error_type.clone()));
                 if let Some(code) = code {
                     span.set_attribute(KeyValue::new("rpc.response.status_code", code.clone()));
@@ -400,47 +400,40 @@ impl Operation {
             }
             span.end();
         }
-        metrics::operation(self.side, seconds, &self.metric_attributes(error));
+        metrics::operation(self.side, seconds, &self.labels(failure(&ending)));
     }
 
-    /// The histogram's attributes: the low-cardinality ones.
-    fn metric_attributes(&self, error: Option<(String, Option<String>)>) -> Vec<KeyValue> {
-        let mut attributes = Vec::with_capacity(9);
-        attributes.push(KeyValue::new("mcp.method.name", self.method));
-        match &self.target {
-            Some((TargetKind::Tool, name)) => {
-                attributes.push(KeyValue::new("gen_ai.tool.name", name.clone()));
-                attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-            }
-            Some((TargetKind::Prompt, name)) => attributes.push(KeyValue::new("gen_ai.prompt.name", name.clone())),
-            _ if self.method == "tools/call" => attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool")),
-            _ => {}
+    /// The histogram's labels: the low-cardinality attributes.
+    fn labels(&self, failure: Option<Failure>) -> Labels<'_> {
+        Labels {
+            method: self.method,
+            target: match &self.target {
+                Some((TargetKind::Tool, name)) => Some(Target::Tool(name)),
+                Some((TargetKind::Prompt, name)) => Some(Target::Prompt(name)),
+                _ => None,
+            },
+            protocol_version: self.protocol_version.as_deref(),
+            network: self.network,
+            http_version: self.http_version,
+            server: self.server.as_ref().map(|(host, port)| (&**host, *port)),
+            failure,
         }
-        if let Some(version) = &self.protocol_version {
-            attributes.push(KeyValue::new("mcp.protocol.version", version.clone()));
-        }
-        attributes.push(KeyValue::new("network.transport", self.network));
-        if let Some(version) = self.http_version {
-            attributes.push(KeyValue::new("network.protocol.name", "http"));
-            attributes.push(KeyValue::new("network.protocol.version", version));
-        }
-        if let Some((host, port)) = &self.server {
-            attributes.push(KeyValue::new("server.address", host.clone()));
-            attributes.push(KeyValue::new("server.port", i64::from(*port)));
-        }
-        if let Some((error_type, code)) = error {
-            attributes.push(KeyValue::new("error.type", error_type));
-            if let Some(code) = code {
-                attributes.push(KeyValue::new("rpc.response.status_code", code));
-            }
-        }
-        attributes
     }
 }
 
 impl Drop for Operation {
     fn drop(&mut self) {
         self.finish(Ending::Cancelled);
+    }
+}
+
+/// How an ending labels the histogram.
+fn failure(ending: &Ending<'_>) -> Option<Failure> {
+    match ending {
+        Ending::Ok => None,
+        Ending::ToolError => Some(Failure::ToolError),
+        Ending::Cancelled => Some(Failure::Cancelled),
+        Ending::Error { code, .. } => Some(Failure::Code(*code)),
     }
 }
 
