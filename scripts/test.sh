@@ -49,10 +49,11 @@ source scripts/python-sdks.sh
 log "cargo test --workspace"
 env -u MCP_FUZZ_SECONDS cargo test --workspace --locked
 
-log "mcp-stack feature by feature: each compiles alone, and the stdio core keeps its layers and its footprint"
-for feature in "" jsonschema http tls auth client cli sqlite redis otel; do
-    cargo check -p mcp-stack --locked --no-default-features ${feature:+--features "$feature"}
-done
+log "mcp-stack feature by feature: clippy, warnings denied, on each feature alone and all together"
+bash scripts/features.sh
+log "mcp-stack's documentation with every feature (as docs.rs builds it): no warnings"
+RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p mcp-stack --locked --all-features --no-deps
+log "the stdio core keeps its layers and its footprint"
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
 log "OpenTelemetry (feature otel): spans of three processes in one trace, to a real OTLP receiver"
 cargo test -p mcp-stack --locked --features otel --lib --test otel

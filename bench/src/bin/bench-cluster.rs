@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp::testing::RedisServer;
 use mcp_bench::http::{post_request, Conn, HttpProcess};
 use mcp_bench::{report, sibling_binary};
+use mcp_test_services::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SESSIONS: usize = 16;

@@ -537,7 +537,7 @@ fn legacy_post(url: &str, session: Option<&str>, message: Value) -> (u16, Option
 }
 
 /// Two gateways in front of mcp-example on one Redis, started with `args`.
-fn two_gateways(redis: &mcp::testing::RedisServer, args: &[&str]) -> (Gateway, Gateway) {
+fn two_gateways(redis: &mcp_test_services::RedisServer, args: &[&str]) -> (Gateway, Gateway) {
     let store = redis.url();
     let mut args: Vec<&str> = args.to_vec();
     args.extend(["--store", store.as_str()]);
@@ -549,7 +549,7 @@ fn two_gateways(redis: &mcp::testing::RedisServer, args: &[&str]) -> (Gateway, G
 
 #[test]
 fn a_session_begun_on_one_gateway_is_served_and_ended_by_another_on_the_same_redis() {
-    let redis = mcp::testing::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
+    let redis = mcp_test_services::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
     let (a, b) = two_gateways(&redis, &[]);
     // A session begun on A is served by B (its child there is B's own), and ended on B.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -574,7 +574,7 @@ fn a_session_begun_on_one_gateway_is_served_and_ended_by_another_on_the_same_red
 
 #[test]
 fn two_gateways_on_one_redis_count_one_rate_limit() {
-    let redis = mcp::testing::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
+    let redis = mcp_test_services::RedisServer::start().expect("redis-server (scripts/test.sh installs it)");
     let (a, b) = two_gateways(&redis, &["--rate-limit", "0.2/s", "--rate-burst", "3"]);
     let call = |url: &str, i: usize| {
         let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {

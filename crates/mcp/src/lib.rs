@@ -1,5 +1,5 @@
 //! The Model Context Protocol in Rust: one engine for every protocol revision from 2024-11-05 to
-//! 2026-07-28, a server [`Router`](server::Router), and transports.
+//! 2026-07-28, a server [`Router`], and transports.
 //!
 //! Write a server as a [`server::Router`] of plain async functions, then serve it:
 //! [`serve`] picks stdio, or Streamable HTTP when the command line says `--http ADDR`.
@@ -8,6 +8,15 @@
 //! Cancelling a request drops its handler's future at its next `.await`; no response is sent for
 //! it. Handlers that must not stop half-way should finish their critical section without awaiting
 //! or spawn it.
+//!
+//! # Features
+//! `default` is everything the README shows: `cli`, `auth`, `client`, `client-http`,
+//! `client-oauth` and `jsonschema`. A stdio server needs none of them (`default-features =
+//! false`: the fewest crates, no C); a host that only starts stdio servers needs `client` alone (no TLS,
+//! no *ring*). The others: `http` (Streamable HTTP), `tls` (HTTPS), `sqlite`, `redis`, `otel`.
+//! Each item's documentation names the feature it needs.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "auth")]
 pub mod auth;
@@ -39,8 +48,10 @@ pub mod transport;
 #[doc(hidden)]
 pub mod util;
 
+#[cfg(feature = "http")]
+pub use net::fetch;
 #[cfg(feature = "tls")]
-pub use net::{fetch, tls};
+pub use net::tls;
 pub use server::{middleware, tasks};
 
 pub use error::{Error, ToolError};
@@ -60,6 +71,10 @@ pub const FEATURES: &[&str] = &[
     "auth",
     #[cfg(feature = "client")]
     "client",
+    #[cfg(feature = "client-http")]
+    "client-http",
+    #[cfg(feature = "client-oauth")]
+    "client-oauth",
     #[cfg(feature = "cli")]
     "cli",
     #[cfg(feature = "sqlite")]

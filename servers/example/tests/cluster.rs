@@ -8,7 +8,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use mcp::testing::{HttpServer, RedisServer};
+use mcp::testing::HttpServer;
+use mcp_test_services::RedisServer;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-example");

@@ -1,5 +1,5 @@
 //! Command lines of server binaries: the options every server of ours takes, as a clap
-//! [`Args`](clap::Args) struct a server flattens into its own parser.
+//! [`Args`] struct a server flattens into its own parser.
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -84,6 +84,8 @@ pub struct ServeArgs {
     /// redis://...); past it a call is told when to retry
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
     pub max_jobs_per_account: u64,
+    // The brackets are the URL's optional parts (this text is also `--help`'s), not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Where the state several instances share lives: `memory` (the default: one process) or
     /// redis://[:PASSWORD@]HOST:PORT[/DB] (task records, rate-limit counters, the requestState
     /// key; rediss:// for TLS)

@@ -160,6 +160,7 @@ impl Core {
 
     /// Names the server for the cache: results it marks public are shared with other clients
     /// of `server` that share this client's cache. Without it (stdio), nothing is shared.
+    #[cfg_attr(not(feature = "client-http"), allow(dead_code))] // an HTTP connection's
     pub fn set_cache_server(&self, server: &str) {
         let mut owner = self.cache_owner.write().unwrap();
         owner.server = server.into();
@@ -238,6 +239,7 @@ impl Core {
     }
 
     /// One message from the server that came with request `related` (on its response stream).
+    #[cfg_attr(not(feature = "client-http"), allow(dead_code))] // HTTP response streams
     pub fn on_message_with(self: &Arc<Self>, message: Value, related: Option<&RequestId>) {
         self.trace(Direction::In, &message);
         let Ok(text) = serde_json::to_string(&message) else { return };

@@ -15,12 +15,15 @@
 //! Handlers answer what servers ask of clients (elicitation, sampling, roots), as requests on a
 //! legacy connection and as `input_required` retries on a modern one.
 
+#[cfg(feature = "client-http")]
 pub mod auth;
 pub mod cache;
 mod core;
 mod headers;
+#[cfg(feature = "client-http")]
 pub(crate) mod http;
 pub mod skills;
+#[cfg(feature = "client-http")]
 pub mod sse;
 mod stdio;
 pub mod tasks;
@@ -120,8 +123,9 @@ pub struct ClientOptions {
     pub tasks: bool,
     /// CA certificates (PEM files) to trust for `https` besides the system's.
     pub ca_files: Vec<std::path::PathBuf>,
-    /// Authorization for HTTP servers (OAuth: [`auth::OAuth`]); ignored when `headers` already
-    /// carry an `Authorization`.
+    /// Authorization for HTTP servers (OAuth: `auth::OAuth`, feature `client-oauth`); ignored
+    /// when `headers` already carry an `Authorization`.
+    #[cfg(feature = "client-http")]
     pub auth: Option<Arc<dyn auth::Authorizer>>,
     /// Told of the server's other notifications (`notifications/tools/list_changed`,
     /// `notifications/message`, `notifications/resources/updated`, ...).
@@ -185,6 +189,7 @@ impl Default for ClientOptions {
             known_era: None,
             tasks: true,
             ca_files: Vec::new(),
+            #[cfg(feature = "client-http")]
             auth: None,
             on_notification: None,
             log_level: None,
@@ -266,6 +271,7 @@ impl Client {
     }
 
     /// Connects to a Streamable HTTP endpoint (or a 2024-11-05 HTTP+SSE one).
+    #[cfg(feature = "client-http")]
     pub async fn connect_http(url: &str, options: ClientOptions) -> Result<Client, Error> {
         let preflight = options
             .auth

@@ -8,7 +8,7 @@
 //! `"\0mcp-splice:ID"` (JSON writes it `\u0000mcp-splice:ID`). Writers look for placeholders
 //! only while some are waiting: one atomic load otherwise. A placeholder is sent once; what may
 //! send a message again (an SSE stream a client resumes, the cluster's shared log) keeps
-//! [`spent`]'s error response instead. At most [`MAX_WAITING`] readers wait; past that the oldest
+//! `spent`'s error response instead. At most `MAX_WAITING` readers wait; past that the oldest
 //! is dropped, and its message becomes an error response when it is sent.
 
 use std::collections::VecDeque;

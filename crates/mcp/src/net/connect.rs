@@ -1,6 +1,7 @@
 //! How the HTTP client reaches a server: directly, or through the proxy that `HTTPS_PROXY`,
 //! `HTTP_PROXY` and `NO_PROXY` name (an `https` URL tunnels with CONNECT, an `http` one is
-//! forwarded), with TLS for `https` URLs.
+//! forwarded), with TLS for `https` URLs (feature `tls`; without it an `https` URL is refused,
+//! saying so).
 
 use std::future::Future;
 use std::io;
@@ -12,13 +13,16 @@ use http::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
+#[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
+#[cfg(feature = "tls")]
 use tokio_rustls::client::TlsStream;
 
 /// Opens connections for the HTTP client.
 #[derive(Clone)]
 pub(crate) struct Connector {
+    #[cfg(feature = "tls")]
     tls: Arc<rustls::ClientConfig>,
     proxies: Arc<Matcher>,
 }
@@ -26,12 +30,18 @@ pub(crate) struct Connector {
 impl Connector {
     /// A connector trusting the system's roots and `extra_roots`, with the environment's proxies.
     pub fn new(extra_roots: &[std::path::PathBuf]) -> io::Result<Connector> {
-        Ok(Connector { tls: crate::net::tls::client_config(extra_roots)?, proxies: Arc::new(Matcher::from_env()) })
+        #[cfg(not(feature = "tls"))]
+        let _ = extra_roots; // no TLS, no roots
+        Ok(Connector {
+            #[cfg(feature = "tls")]
+            tls: crate::net::tls::client_config(extra_roots)?,
+            proxies: Arc::new(Matcher::from_env()),
+        })
     }
 
     /// The `Proxy-Authorization` an `http` request to `uri` needs, if it goes through a proxy
     /// with credentials (`https` requests carry them in the CONNECT instead).
-    #[cfg_attr(not(feature = "client"), allow(dead_code))] // the client sends it to its proxy
+    #[cfg_attr(not(feature = "client-http"), allow(dead_code))] // the client sends it to its proxy
     pub fn proxy_authorization(&self, uri: &Uri) -> Option<http::HeaderValue> {
         if uri.scheme_str() != Some("http") {
             return None;
@@ -42,7 +52,11 @@ impl Connector {
 
 /// A connection, plain or TLS.
 pub(crate) enum Conn {
-    Plain { io: TokioIo<TcpStream>, proxied: bool },
+    Plain {
+        io: TokioIo<TcpStream>,
+        proxied: bool,
+    },
+    #[cfg(feature = "tls")]
     Tls(Box<TokioIo<TlsStream<TcpStream>>>),
 }
 
@@ -50,6 +64,7 @@ impl Connection for Conn {
     fn connected(&self) -> Connected {
         match self {
             Conn::Plain { proxied, .. } => Connected::new().proxy(*proxied),
+            #[cfg(feature = "tls")]
             Conn::Tls(_) => Connected::new(),
         }
     }
@@ -63,6 +78,7 @@ impl hyper::rt::Read for Conn {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
             Conn::Tls(io) => Pin::new(io.as_mut()).poll_read(cx, buf),
         }
     }
@@ -72,6 +88,7 @@ impl hyper::rt::Write for Conn {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
             Conn::Tls(io) => Pin::new(io.as_mut()).poll_write(cx, buf),
         }
     }
@@ -79,6 +96,7 @@ impl hyper::rt::Write for Conn {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_flush(cx),
+            #[cfg(feature = "tls")]
             Conn::Tls(io) => Pin::new(io.as_mut()).poll_flush(cx),
         }
     }
@@ -86,6 +104,7 @@ impl hyper::rt::Write for Conn {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
             Conn::Tls(io) => Pin::new(io.as_mut()).poll_shutdown(cx),
         }
     }
@@ -124,6 +143,13 @@ async fn tcp(uri: Uri) -> io::Result<TcpStream> {
 impl Connector {
     async fn connect(&self, uri: Uri) -> io::Result<Conn> {
         let https = uri.scheme_str() == Some("https");
+        #[cfg(not(feature = "tls"))]
+        if https {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{uri} needs TLS, which this build left out (the `tls` feature of mcp-stack)"),
+            ));
+        }
         let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
         let proxy = self.proxies.intercept(&uri);
         let stream = match (&proxy, https) {
@@ -136,6 +162,16 @@ impl Connector {
         if !https {
             return Ok(Conn::Plain { io: TokioIo::new(stream), proxied: false });
         }
+        self.tls(stream, host).await
+    }
+
+    #[cfg(not(feature = "tls"))]
+    async fn tls(&self, _: TcpStream, _: String) -> io::Result<Conn> {
+        unreachable!("an https URL is refused before it is connected")
+    }
+
+    #[cfg(feature = "tls")]
+    async fn tls(&self, stream: TcpStream, host: String) -> io::Result<Conn> {
         let name = ServerName::try_from(host.clone())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{host:?} is not a valid server name")))?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await.map_err(|e| {

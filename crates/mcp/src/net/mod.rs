@@ -1,15 +1,12 @@
-//! HTTP as a client of authorization machinery and of servers: the connector (proxies, TLS with
-//! the system's roots and extra ones, errors explained), small bounded fetches of metadata, JWKS
-//! and token endpoints, and the TLS configurations (feature `tls`); and the response body type
-//! every HTTP server of ours answers with (feature `http`). Used by the resource server
+//! HTTP as a client of authorization machinery and of servers: the connector (proxies; with the
+//! `tls` feature, TLS with the system's roots and extra ones, errors explained), small bounded
+//! fetches of metadata, JWKS and token endpoints, the TLS configurations (feature `tls`), and the
+//! response body type every HTTP server of ours answers with. Used by the resource server
 //! (`auth`), the client, the HTTP transport and the command line; it uses nothing of theirs.
 
 pub mod body;
-#[cfg(feature = "tls")]
 pub mod connect;
-#[cfg(feature = "tls")]
 pub mod fetch;
-#[cfg(feature = "tls")]
 pub mod oauth;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -69,6 +69,7 @@ impl<'a> ParamsHead<'a> {
     }
 
     /// The protocol version `_meta` names, when it is a string.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // the HTTP transport's header checks
     pub fn version(&self) -> Option<Cow<'a, str>> {
         string(self.meta.protocol_version())
     }

@@ -57,7 +57,7 @@ impl UriTemplate {
     }
 
     /// The variables' values if `uri` matches, percent-decoded. A value is the longest that lets
-    /// the rest match. Time is bounded whatever the template and the URI (see [`MAX_STEPS`]).
+    /// the rest match. Time is bounded whatever the template and the URI (see `MAX_STEPS`).
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         let mut matcher = Matcher::new(&self.parts, uri);
         let mut values = BTreeMap::new();

@@ -1,7 +1,7 @@
 //! OTLP over HTTP with protobuf (the `opentelemetry-otlp` exporter, sending through our hyper
 //! client: the environment's proxies, and TLS when built with `tls`), off the request path.
 //!
-//! An ended span that is sampled goes into a bounded queue ([`Batcher`], `OTEL_BSP_MAX_QUEUE_SIZE`)
+//! An ended span that is sampled goes into a bounded queue (`Batcher`, `OTEL_BSP_MAX_QUEUE_SIZE`)
 //! with a non-blocking send; one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
 //! whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
 //! and exports one batch at a time, each export bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task,

@@ -12,27 +12,42 @@
 //! Tokens are renewed ahead of expiry and kept in a [`Store`] shared by every process, under a
 //! lock, so concurrent processes refresh once.
 
+#[cfg(feature = "client-oauth")]
 mod agent;
 pub mod challenge;
+#[cfg(feature = "client-oauth")]
 pub mod discovery;
+#[cfg(feature = "client-oauth")]
 mod flows;
+#[cfg(feature = "client-oauth")]
 mod keys;
+#[cfg(feature = "client-oauth")]
 mod pkce;
+#[cfg(feature = "client-oauth")]
 pub mod register;
+#[cfg(feature = "client-oauth")]
 mod session;
+#[cfg(feature = "client-oauth")]
 pub mod store;
+#[cfg(feature = "client-oauth")]
 pub mod token;
 
 use std::fmt;
+#[cfg(feature = "client-oauth")]
 use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 
+#[cfg(feature = "client-oauth")]
 pub use agent::{open_browser, Browser, Callback, Headless, Redirect, UserAgent};
 pub use challenge::Challenge;
+#[cfg(feature = "client-oauth")]
 pub use keys::{DpopKey, SigningKey};
+#[cfg(feature = "client-oauth")]
 pub use session::{LoginSummary, OAuth};
+#[cfg(feature = "client-oauth")]
 pub use store::{Store, StoredToken};
+#[cfg(feature = "client-oauth")]
 pub use token::Tokens;
 
 /// Why authorization did not succeed.
@@ -66,6 +81,7 @@ impl fmt::Display for AuthError {
 impl std::error::Error for AuthError {}
 
 /// How tokens are obtained.
+#[cfg(feature = "client-oauth")]
 #[derive(Clone)]
 pub enum Grant {
     /// A person authorizes in a browser (authorization code with PKCE).
@@ -92,6 +108,7 @@ pub enum Grant {
     },
 }
 
+#[cfg(feature = "client-oauth")]
 impl fmt::Debug for Grant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -104,6 +121,7 @@ impl fmt::Debug for Grant {
 }
 
 /// How the client authorizes.
+#[cfg(feature = "client-oauth")]
 #[derive(Clone)]
 pub struct OAuthConfig {
     /// A pre-registered client id (and its secret, for a confidential client).
@@ -131,6 +149,7 @@ pub struct OAuthConfig {
     pub ca_files: Vec<PathBuf>,
 }
 
+#[cfg(feature = "client-oauth")]
 impl Default for OAuthConfig {
     fn default() -> Self {
         OAuthConfig {
@@ -149,6 +168,7 @@ impl Default for OAuthConfig {
     }
 }
 
+#[cfg(feature = "client-oauth")]
 impl fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthConfig")

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# mcp-stack feature by feature: each feature alone (and none, and all together) compiles and
+# passes clippy with warnings denied, so that code under `cfg(not(feature = ...))` is linted too.
+#
+#   bash scripts/features.sh              # every feature
+#   bash scripts/features.sh client tls   # only these
+set -euo pipefail
+cd "$(dirname "$0")/.."
+features=("$@")
+if [ ${#features[@]} -eq 0 ]; then
+    # Every feature the manifest lists, read from it (so a new one is never forgotten), but
+    # `default` and the hidden `fuzzing`.
+    mapfile -t features < <(sed -n '/^\[features\]/,/^\[/p' crates/mcp/Cargo.toml |
+        sed -n 's/^\([a-z][a-z0-9-]*\) = .*/\1/p' | grep -v -x -e default -e fuzzing)
+    features=("" "${features[@]}" "ALL")
+fi
+for feature in "${features[@]}"; do
+    case "$feature" in
+        "") set -- --no-default-features; label="no feature" ;;
+        ALL) set -- --all-features; label="all features" ;;
+        *) set -- --no-default-features --features "$feature"; label="$feature" ;;
+    esac
+    printf '== clippy -p mcp-stack, %s\n' "$label" >&2
+    cargo clippy -p mcp-stack --locked --lib "$@" -- -D warnings
+done
