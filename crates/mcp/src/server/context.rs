@@ -30,6 +30,7 @@ use crate::engine::session::Session;
 use crate::error::ToolError;
 use crate::server::tasks::manager::LiveTask;
 use crate::server::tasks::record::TaskForm;
+use crate::server::tasks::{Account, AnonymousPeer, ANONYMOUS};
 use crate::server::Router;
 
 /// A legacy session, named without being kept alive (see
@@ -395,7 +396,16 @@ impl RequestContext {
     /// anonymous 2026-07-28 HTTP request's source address (`anonymous:` and the IP); `local`
     /// on stdio. A server binds what a caller made (a report, a file) to it.
     pub fn account(&self) -> String {
-        crate::server::tasks::account_of(self)
+        if let Some(account) = self.extension::<Account>() {
+            return account.0;
+        }
+        if let Some(caller) = self.caller() {
+            return caller.account();
+        }
+        match self.extension::<AnonymousPeer>() {
+            Some(AnonymousPeer(ip)) => format!("{ANONYMOUS}{ip}"),
+            None => "local".to_owned(),
+        }
     }
 
     /// The authenticated caller: the subject, client, scopes and claims of its access token

@@ -35,8 +35,8 @@ use super::state;
 use super::Router;
 use crate::engine::raw::RawParams;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::server::tasks::methods as task_methods;
-use crate::server::tasks::run;
+use crate::server::task_calls::methods as task_methods;
+use crate::server::task_calls::run;
 
 /// The error for a URI that names no resource. A long URI is not echoed whole: an 8 MiB URI must
 /// not come back twice in the error.
@@ -337,7 +337,7 @@ impl Router {
             }
         };
         if let Some(job) = &tool.job {
-            return crate::server::tasks::jobs::call(self.tasks(), job, arguments, cx).await.map(Reply::from);
+            return crate::server::task_calls::jobs::call(self.tasks(), job, arguments, cx).await.map(Reply::from);
         }
         let call = Call { method: "tools/call", name: &p.name, arguments: CallArgs::Text(arguments) };
         let responses = p.input_responses.map(|r| bounded_object(r.get(), budget)).transpose()?;
@@ -546,7 +546,7 @@ impl Router {
         let mut changes = self.changes();
         let task_ids = honoured.task_ids.clone().unwrap_or_default();
         let mut task_changes = (!task_ids.is_empty()).then(|| self.tasks().changes());
-        let account = crate::server::tasks::account_of(cx);
+        let account = cx.account();
         let mut meta = JsonObject::new();
         meta.insert(mcp_types::meta::SUBSCRIPTION_ID.into(), to_value(cx.request_id())?);
         let ack = json!({"notifications": honoured, "_meta": meta});

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use mcp_types::legacy::{InitializeParams, InitializeResult};
 use mcp_types::lifecycle::{ClientCapabilities, Implementation};
 use mcp_types::logging::LoggingLevel;
-use mcp_types::meta::{self, ProgressToken};
+use mcp_types::meta;
 use mcp_types::version::ProtocolVersion;
 use mcp_types::{ErrorCode, ErrorObject, RequestId};
 use serde::Deserialize;
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextParts, Origin, RequestContext};
-use super::head::ParamsHead;
+use super::head::{ParamsHead, RequestMeta};
 use super::reply::Reply;
 use super::Router;
 use crate::engine::outbox::Outbox;
@@ -51,46 +51,6 @@ const CACHEABLE: &[&str] = &[
     "skills/get",
     "resources/directory/read",
 ];
-
-/// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
-/// text until typed, so a huge one is never a tree), by [`ParamsHead`] alone; serde refuses a
-/// repeated one.
-#[derive(Deserialize, Default)]
-pub(crate) struct RequestMeta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
-    protocol_version: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
-    client_capabilities: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow)]
-    client_info: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow)]
-    log_level: Option<&'a RawValue>,
-    #[serde(rename = "progressToken")]
-    progress_token: Option<ProgressToken>,
-    /// The trace context (W3C), read only where telemetry is built in.
-    #[cfg(feature = "otel")]
-    #[serde(borrow)]
-    traceparent: Option<&'a RawValue>,
-    #[cfg(feature = "otel")]
-    #[serde(borrow)]
-    tracestate: Option<&'a RawValue>,
-    #[cfg(feature = "otel")]
-    #[serde(borrow)]
-    baggage: Option<&'a RawValue>,
-}
-
-impl<'a> RequestMeta<'a> {
-    /// The trace context the request carries.
-    #[cfg(feature = "otel")]
-    fn carrier(&self) -> Option<crate::telemetry::Carrier> {
-        crate::telemetry::Carrier::from_fields(self.traceparent, self.tracestate, self.baggage)
-    }
-
-    /// The protocol version as it was written (a JSON value, a string when well formed).
-    pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
-        self.protocol_version
-    }
-}
 
 /// The most memory a client's declaration (capabilities, client info, `initialize` params) may
 /// take as a tree: a few KiB in practice.
@@ -150,7 +110,7 @@ fn admit_either(
     outbox: Outbox,
     cancel: CancellationToken,
 ) -> Result<Admitted, ErrorObject> {
-    if meta.protocol_version.is_some() {
+    if meta.protocol_version().is_some() {
         return admit_modern(method, id, meta, outbox, cancel);
     }
     match session {
@@ -180,7 +140,7 @@ fn admit_modern(
     outbox: Outbox,
     cancel: CancellationToken,
 ) -> Result<Admitted, ErrorObject> {
-    let version = match meta.protocol_version.map(|v| serde_json::from_str::<String>(v.get())) {
+    let version = match meta.protocol_version().map(|v| serde_json::from_str::<String>(v.get())) {
         Some(Ok(v)) => v,
         _ => {
             return Err(ErrorObject::invalid_params(format!("_meta[\"{}\"] must be a string", meta::PROTOCOL_VERSION)))

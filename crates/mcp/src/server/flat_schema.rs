@@ -30,7 +30,7 @@ const PROPERTY_KEYS: &[&str] = &[
 /// Formats that only describe (the general validator does not check them either).
 const DESCRIPTIVE_FORMATS: &[&str] =
     &["int8", "int16", "int32", "int64", "int", "uint8", "uint16", "uint32", "uint64", "uint", "float", "double"];
-const TYPES: &[&str] = &["string", "number", "integer", "boolean", "null"];
+pub(super) const TYPES: &[&str] = &["string", "number", "integer", "boolean", "null"];
 
 /// A flat object schema.
 #[derive(Debug)]
@@ -487,88 +487,9 @@ pub(super) fn escape(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
-
-    #[cfg(feature = "jsonschema")]
-    fn general(schema: &JsonObject, instance: &Value) -> bool {
-        jsonschema::options().build(&Value::Object(schema.clone())).unwrap().is_valid(instance)
-    }
-
-    /// Without the `jsonschema` feature, the general checks are the structural ones.
-    #[cfg(not(feature = "jsonschema"))]
-    fn general(schema: &JsonObject, instance: &Value) -> bool {
-        crate::server::structural_schema::StructuralSchema::compile(schema).unwrap().check(instance).is_ok()
-    }
-
-    fn property() -> impl Strategy<Value = Value> {
-        let types = prop::sample::subsequence(TYPES.to_vec(), 1..3);
-        (types, any::<Option<i8>>(), any::<Option<i8>>(), any::<Option<u8>>(), any::<Option<u8>>(), any::<bool>())
-            .prop_map(|(types, min, max, min_len, max_len, with_enum)| {
-                let mut p = serde_json::Map::new();
-                p.insert("type".into(), if types.len() == 1 { json!(types[0]) } else { json!(types) });
-                if let Some(m) = min {
-                    p.insert("minimum".into(), json!(m));
-                }
-                if let Some(m) = max {
-                    p.insert("exclusiveMaximum".into(), json!(m));
-                }
-                if let Some(m) = min_len {
-                    p.insert("minLength".into(), json!(m % 5));
-                }
-                if let Some(m) = max_len {
-                    p.insert("maxLength".into(), json!(m % 7));
-                }
-                if with_enum {
-                    p.insert("enum".into(), json!(["a", 1, 2.5, true, null, "é"]));
-                }
-                Value::Object(p)
-            })
-    }
-
-    fn schema() -> impl Strategy<Value = JsonObject> {
-        (
-            prop::collection::btree_map("[a-c]", property(), 0..3),
-            any::<bool>(),
-            prop::sample::subsequence(vec!["a", "b", "c"], 0..3),
-        )
-            .prop_map(|(props, additional, required)| {
-                let mut s = serde_json::Map::new();
-                s.insert("type".into(), json!("object"));
-                s.insert("properties".into(), Value::Object(props.into_iter().collect()));
-                s.insert("additionalProperties".into(), json!(additional));
-                s.insert("required".into(), json!(required));
-                s
-            })
-    }
-
-    fn instance() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            (-300i64..300).prop_map(Value::from),
-            (-300.0f64..300.0).prop_map(|f| json!((f * 4.0).round() / 4.0)),
-            "[a-zé]{0,8}".prop_map(Value::from),
-            Just(json!([1])),
-            Just(json!({"x": 1})),
-        ];
-        prop_oneof![
-            4 => prop::collection::btree_map("[a-d]", leaf.clone(), 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
-            1 => leaf,
-        ]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
-        #[test]
-        fn agrees_with_the_general_validator(schema in schema(), value in instance()) {
-            let flat = FlatSchema::from_schema(&schema).expect("the generated schemas are flat");
-            prop_assert_eq!(flat.check(&value).is_ok(), general(&schema, &value), "schema {} instance {}", Value::Object(schema.clone()), value);
-            prop_assert_eq!(flat.check_text(&value.to_string()).is_ok(), general(&schema, &value), "streamed: schema {} instance {}", Value::Object(schema.clone()), value);
-        }
-    }
 
     #[test]
     fn leaves_richer_schemas_to_the_general_validator() {

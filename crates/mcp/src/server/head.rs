@@ -12,11 +12,10 @@
 
 use std::borrow::Cow;
 
+use mcp_types::meta::ProgressToken;
 use mcp_types::ErrorObject;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-
-use super::era::RequestMeta;
 
 /// The fields of a request's params the engine reads, each still JSON text.
 #[derive(Default)]
@@ -26,6 +25,46 @@ pub(crate) struct ParamsHead<'a> {
     name: Option<&'a RawValue>,
     uri: Option<&'a RawValue>,
     task_id: Option<&'a RawValue>,
+}
+
+/// The `_meta` fields the engine reads, decoded without the rest of the params (and kept as
+/// text until typed, so a huge one is never a tree), by [`ParamsHead`] alone; serde refuses a
+/// repeated one.
+#[derive(Deserialize, Default)]
+pub(crate) struct RequestMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
+    pub client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow)]
+    pub client_info: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow)]
+    pub log_level: Option<&'a RawValue>,
+    #[serde(rename = "progressToken")]
+    pub progress_token: Option<ProgressToken>,
+    /// The trace context (W3C), read only where telemetry is built in.
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    traceparent: Option<&'a RawValue>,
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    tracestate: Option<&'a RawValue>,
+    #[cfg(feature = "otel")]
+    #[serde(borrow)]
+    baggage: Option<&'a RawValue>,
+}
+
+impl<'a> RequestMeta<'a> {
+    /// The trace context the request carries.
+    #[cfg(feature = "otel")]
+    pub fn carrier(&self) -> Option<crate::telemetry::Carrier> {
+        crate::telemetry::Carrier::from_fields(self.traceparent, self.tracestate, self.baggage)
+    }
+
+    /// The protocol version as it was written (a JSON value, a string when well formed).
+    pub(crate) fn protocol_version(&self) -> Option<&'a RawValue> {
+        self.protocol_version
+    }
 }
 
 /// The keys of the params read here; serde refuses a repeated one (`duplicate field`).
@@ -91,11 +130,21 @@ impl<'a> ParamsHead<'a> {
 
     /// The item `method` acts on (see [`crate::middleware::Call::name`]), when it is a string.
     pub fn named(&self, method: &str) -> Option<Cow<'a, str>> {
-        match super::middleware::named_field(method)? {
+        match named_field(method)? {
             "name" => self.name(),
             "uri" => self.uri(),
             _ => self.task_id(),
         }
+    }
+}
+
+/// The field of the params that names what a request acts on, if its method has one.
+pub(crate) fn named_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => Some("taskId"),
+        _ => None,
     }
 }
 

@@ -45,6 +45,7 @@ pub mod skills;
 pub(crate) mod state;
 #[cfg(any(test, feature = "fuzzing", not(feature = "jsonschema")))]
 pub(crate) mod structural_schema;
+mod task_calls;
 pub mod tasks;
 pub(crate) mod tool;
 #[cfg(feature = "otel")]
@@ -367,7 +368,7 @@ impl Router {
     {
         let scopes = def.scopes.clone();
         let entry = tool::entry(def, handler);
-        let jobs = entry.support.map(|_| crate::server::tasks::jobs::definitions(&entry.name, self.task_settings()));
+        let jobs = entry.support.map(|_| task_calls::jobs::definitions(&entry.name, self.task_settings()));
         let entry_name = entry.name.clone();
         let mut registry = self.inner.registry.write().unwrap();
         let replaced = registry.tools.insert(entry.name.clone(), entry);
@@ -375,7 +376,7 @@ impl Router {
         for (def, job) in jobs.into_iter().flatten() {
             self.set_tool_scopes(&def.tool.name, scopes.clone());
             let mut generated = match job.action {
-                crate::server::tasks::jobs::JobAction::List => tool::entry(def, job_placeholder),
+                crate::server::tasks::JobAction::List => tool::entry(def, job_placeholder),
                 _ => tool::entry(def, job_id_placeholder),
             };
             generated.job = Some(job);
@@ -692,6 +693,6 @@ async fn job_placeholder(_: NoArgs, _cx: RequestContext) -> Result<String, ToolE
 }
 
 /// The same for the job tools that take a job id.
-async fn job_id_placeholder(_: crate::server::tasks::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
+async fn job_id_placeholder(_: task_calls::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
     Err(ToolError::new("job tools are answered by the engine"))
 }

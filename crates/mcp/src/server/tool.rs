@@ -20,8 +20,7 @@ use super::context::RequestContext;
 use super::handler_state::State;
 use super::schema::{input_schema_for, schema_for, CompiledSchema};
 use crate::error::ToolError;
-use crate::server::tasks::jobs::JobTool;
-use crate::server::tasks::TaskSupport;
+use crate::server::tasks::{JobTool, TaskSupport};
 
 pub use crate::util::BoxFuture;
 

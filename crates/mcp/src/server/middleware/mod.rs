@@ -133,7 +133,7 @@ impl<'a> Call<'a> {
 
     /// [`Call::account`], borrowed.
     pub(crate) fn account_str(&self) -> &str {
-        self.account.get_or_init(|| crate::server::tasks::account_of(self.cx))
+        self.account.get_or_init(|| self.cx.account())
     }
 }
 
@@ -181,16 +181,6 @@ pub fn is_upkeep(method: &str) -> bool {
     matches!(method, "ping" | "initialize")
 }
 
-/// The field of the params that names what a request acts on, if its method has one.
-pub(crate) fn named_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result" => Some("taskId"),
-        _ => None,
-    }
-}
-
 /// The name or URI a request's params name, read as a string only if it is one (for
 /// `completion/complete`, the prompt or resource its `ref` names), by the one reader of the
 /// params' head ([`crate::server::head::ParamsHead`]): params it refuses (a repeated `name`...)
@@ -199,7 +189,7 @@ pub(crate) fn named_item(method: &str, params: Option<&str>) -> Option<String> {
     if method == "completion/complete" {
         return completion_ref(params?);
     }
-    named_field(method)?;
+    crate::server::head::named_field(method)?;
     let head = crate::server::head::ParamsHead::read_text(params).ok()?;
     head.named(method).map(std::borrow::Cow::into_owned)
 }

@@ -22,11 +22,8 @@
 //! Records live in a [`TaskStore`]: in memory by default, in SQLite with the `sqlite` feature
 //! (results survive a restart; work cut short by one reads as failed).
 
-pub(crate) mod jobs;
 pub(crate) mod manager;
-pub(crate) mod methods;
 pub mod record;
-pub(crate) mod run;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod store;
@@ -35,12 +32,9 @@ pub(crate) mod wire;
 use std::time::Duration;
 
 pub use record::{Outcome, TaskForm, TaskRecord};
-pub use run::tasks_created;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{MemoryStore, Place, StoreError, StoreFuture, TaskStore};
-
-use crate::server::RequestContext;
 
 /// Whether a tool may run as a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +56,21 @@ impl TaskSupport {
             TaskSupport::Required => "required",
         }
     }
+}
+
+/// Which generated job tool (see `server/task_calls/jobs.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobAction {
+    Status,
+    Cancel,
+    List,
+}
+
+/// A generated job tool: which tool's jobs it follows, and what it does.
+#[derive(Debug, Clone)]
+pub(crate) struct JobTool {
+    pub of: String,
+    pub action: JobAction,
 }
 
 /// How the engine runs tasks.
@@ -125,16 +134,11 @@ pub(crate) const NO_LISTING: &str = "tasks are not listed for anonymous callers:
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnonymousPeer(pub std::net::IpAddr);
 
-/// The account of a request.
-pub(crate) fn account_of(cx: &RequestContext) -> String {
-    if let Some(account) = cx.extension::<Account>() {
-        return account.0;
-    }
-    if let Some(caller) = cx.caller() {
-        return caller.account();
-    }
-    match cx.extension::<AnonymousPeer>() {
-        Some(AnonymousPeer(ip)) => format!("{ANONYMOUS}{ip}"),
-        None => "local".to_owned(),
-    }
+/// Tasks this process created (see [`tasks_created`]).
+pub(crate) static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Tasks created so far by every task manager of this process (what `/metrics` pages show as
+/// `mcp_tasks_created_total`).
+pub fn tasks_created() -> u64 {
+    CREATED.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -11,10 +11,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::manager::{Busy, LiveTask, TaskManager};
-use super::record::{Outcome, TaskForm};
-use super::{account_of, jobs, wire, TaskConfig, TaskSupport};
+use super::jobs;
 use crate::error::{ToolError, ToolErrorKind};
+use crate::server::tasks::manager::{Busy, LiveTask, TaskManager};
+use crate::server::tasks::record::{Outcome, TaskForm};
+use crate::server::tasks::{wire, TaskConfig, TaskSupport, CREATED};
 use crate::server::tool::{self, ArgsIn, ToolEntry};
 use crate::server::RequestContext;
 
@@ -82,15 +83,6 @@ pub(crate) fn mode(
     }
 }
 
-/// Tasks this process created (see [`tasks_created`]).
-static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Tasks created so far by every task manager of this process (what `/metrics` pages show as
-/// `mcp_tasks_created_total`).
-pub fn tasks_created() -> u64 {
-    CREATED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Starts the call; see the module's documentation.
 pub(crate) async fn start(
     manager: &std::sync::Arc<TaskManager>,
@@ -99,7 +91,7 @@ pub(crate) async fn start(
     cx: &RequestContext,
     mode: Mode,
 ) -> Result<Started, ErrorObject> {
-    let account = account_of(cx);
+    let account = cx.account();
     let slot = match manager.reserve(&account).await {
         Ok(slot) => slot,
         Err(busy) => return busy_answer(manager, &tool.name, &account, mode, &busy).await,

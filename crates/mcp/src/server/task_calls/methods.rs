@@ -13,10 +13,10 @@ use mcp_types::version::ProtocolVersion;
 use mcp_types::ErrorObject;
 use serde_json::{json, Value};
 
-use super::manager::TaskManager;
-use super::record::{Outcome, TaskRecord};
 use super::run::missing_extension;
-use super::{account_of, wire};
+use crate::server::tasks::manager::TaskManager;
+use crate::server::tasks::record::{Outcome, TaskRecord};
+use crate::server::tasks::{can_list, wire, NO_LISTING};
 use crate::server::RequestContext;
 
 /// Checks the request may use the tasks methods in its era (also before a router that forwards
@@ -37,12 +37,12 @@ fn unknown(id: &str) -> ErrorObject {
         .with_data(json!({"taskId": id}))
 }
 
-fn store_error(e: super::store::StoreError) -> ErrorObject {
+fn store_error(e: crate::server::tasks::StoreError) -> ErrorObject {
     ErrorObject::internal(e.to_string())
 }
 
 async fn find(manager: &TaskManager, id: &str, cx: &RequestContext) -> Result<TaskRecord, ErrorObject> {
-    manager.get(id, &account_of(cx)).await.map_err(store_error)?.ok_or_else(|| unknown(id))
+    manager.get(id, &cx.account()).await.map_err(store_error)?.ok_or_else(|| unknown(id))
 }
 
 /// `tasks/get`.
@@ -66,7 +66,7 @@ pub(crate) async fn update(
     modern: bool,
 ) -> Result<Value, ErrorObject> {
     gate("tasks/update", cx, modern)?;
-    let account = account_of(cx);
+    let account = cx.account();
     match manager.live(&p.task_id, &account) {
         Some(task) => task.answer(p.input_responses).await,
         None => {
@@ -85,7 +85,7 @@ pub(crate) async fn cancel(
     modern: bool,
 ) -> Result<Value, ErrorObject> {
     gate("tasks/cancel", cx, modern)?;
-    let account = account_of(cx);
+    let account = cx.account();
     if !modern {
         let record = find(manager, &p.task_id, cx).await?;
         if record.status.is_terminal() {
@@ -145,9 +145,9 @@ pub(crate) async fn list(
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
     gate("tasks/list", cx, false)?;
-    let account = account_of(cx);
-    if !super::can_list(&account) {
-        return Err(ErrorObject::invalid_request(super::NO_LISTING));
+    let account = cx.account();
+    if !can_list(&account) {
+        return Err(ErrorObject::invalid_request(NO_LISTING));
     }
     let tasks = manager.list(&account, None, cursor.as_deref(), page + 1).await.map_err(store_error)?;
     let more = tasks.len() > page;

@@ -11,26 +11,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::manager::TaskManager;
-use super::record::{iso8601, Outcome, TaskRecord};
-use super::{account_of, TaskConfig};
+use crate::server::tasks::manager::TaskManager;
+use crate::server::tasks::record::{iso8601, Outcome, TaskRecord};
+use crate::server::tasks::{can_list, JobAction, JobTool, TaskConfig, NO_LISTING};
 use crate::server::tool::ToolDef;
 use crate::server::RequestContext;
-
-/// Which generated tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JobAction {
-    Status,
-    Cancel,
-    List,
-}
-
-/// A generated job tool: which tool's jobs it follows, and what it does.
-#[derive(Debug, Clone)]
-pub(crate) struct JobTool {
-    pub of: String,
-    pub action: JobAction,
-}
 
 /// The arguments of `<tool>_status` and `<tool>_cancel`.
 #[derive(Deserialize, JsonSchema)]
@@ -102,10 +87,10 @@ pub(crate) async fn call(
     arguments: &str,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let account = account_of(cx);
+    let account = cx.account();
     if job.action == JobAction::List {
-        if !super::can_list(&account) {
-            return Ok(text_result(format!("{}: call {}_status with a job_id", super::NO_LISTING, job.of), true));
+        if !can_list(&account) {
+            return Ok(text_result(format!("{}: call {}_status with a job_id", NO_LISTING, job.of), true));
         }
         let jobs = manager.list(&account, Some(&job.of), None, 100).await.map_err(store_error)?;
         return Ok(list(&job.of, &jobs));
@@ -131,7 +116,7 @@ pub(crate) async fn call(
     })
 }
 
-fn store_error(e: super::store::StoreError) -> ErrorObject {
+fn store_error(e: crate::server::tasks::StoreError) -> ErrorObject {
     ErrorObject::internal(e.to_string())
 }
 
@@ -177,7 +162,7 @@ fn completed(id: &str, result: &Value) -> Value {
         content.insert(0, json!({"type": "text", "text": line}));
     }
     if let Some(Value::Object(object)) = answer.as_object_mut().and_then(|o| o.get_mut("_meta")) {
-        object.remove(super::wire::RELATED_TASK);
+        object.remove(crate::server::tasks::wire::RELATED_TASK);
     }
     answer
 }
