@@ -392,9 +392,20 @@ fn an_unreadable_tree_fails() {
 
 /// The distinct crates (name and version) of `cargo tree` for mcp-stack without default features.
 fn core_crates(edges: &str) -> BTreeSet<String> {
+    crates_with(&[], edges)
+}
+
+/// The same, with `features` on.
+fn crates_with(features: &[&str], edges: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let features = features.join(",");
+    let mut args =
+        vec!["tree", "--locked", "-p", "mcp-stack", "--no-default-features", "-e", edges, "--prefix", "none"];
+    if !features.is_empty() {
+        args.extend(["--features", &features]);
+    }
     let out = std::process::Command::new(cargo)
-        .args(["tree", "--locked", "-p", "mcp-stack", "--no-default-features", "-e", edges, "--prefix", "none"])
+        .args(&args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
@@ -419,4 +430,18 @@ fn a_stdio_server_compiles_few_crates_and_no_c() {
     }
     let with_build = core_crates("normal,build");
     assert!(!with_build.iter().any(|c| c.starts_with("cc ")), "a crate of the stdio core compiles C: {with_build:?}");
+}
+
+/// A host that only starts stdio servers takes `client` alone: no TLS, no *ring*, no C code
+/// (HTTP, TLS and OAuth are the features `client-http`, `tls` and `client-oauth`).
+#[test]
+fn a_stdio_client_compiles_no_c() {
+    let normal = crates_with(&["client"], "normal");
+    for heavy in ["hyper ", "rustls ", "ring ", "jsonwebtoken "] {
+        assert!(!normal.iter().any(|c| c.starts_with(heavy)), "`{heavy}` is in the stdio client: {normal:?}");
+    }
+    let with_build = crates_with(&["client"], "normal,build");
+    assert!(!with_build.iter().any(|c| c.starts_with("cc ")), "a crate of the stdio client compiles C: {with_build:?}");
+    // And the cut is where the README says: OAuth brings ring.
+    assert!(crates_with(&["client-oauth"], "normal").iter().any(|c| c.starts_with("ring ")));
 }
