@@ -53,6 +53,8 @@ log "mcp-stack feature by feature: clippy, warnings denied, on each feature alon
 bash scripts/features.sh
 log "mcp-stack's documentation with every feature (as docs.rs builds it): no warnings"
 RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p mcp-stack --locked --all-features --no-deps
+log "mcp-stack's public API against the listing checked in (crates/mcp/public-api.txt)"
+bash scripts/public-api.sh
 log "the stdio core keeps its layers and its footprint"
 cargo test -p mcp-stack --locked --no-default-features --lib --test architecture
 log "OpenTelemetry (feature otel): spans of three processes in one trace, to a real OTLP receiver"
