@@ -81,9 +81,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", requires = "http")]
     pub metrics_addr: Option<String>,
     /// Tasks (and jobs) one account may run at once (on all instances together with --store
-    /// redis://...); past it a call is told when to retry
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
-    pub max_jobs_per_account: u64,
+    /// redis://...); past it a call is told when to retry [default: the server's own, else 5]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tasks")]
+    pub max_jobs_per_account: Option<u64>,
     // The brackets are the URL's optional parts (this text is also `--help`'s), not links.
     #[allow(rustdoc::broken_intra_doc_links)]
     /// Where the state several instances share lives: `memory` (the default: one process) or
@@ -95,9 +95,9 @@ pub struct ServeArgs {
     /// restart; tasks cut short by one read as failed)
     #[arg(long, value_name = "STORE", help_heading = "Tasks")]
     pub task_store: Option<String>,
-    /// How long a task is kept after it starts, in seconds
-    #[arg(long, value_name = "SECS", default_value_t = 3600, help_heading = "Tasks")]
-    pub task_ttl: u64,
+    /// How long a task is kept after it starts, in seconds [default: the server's own, else 3600]
+    #[arg(long, value_name = "SECS", help_heading = "Tasks")]
+    pub task_ttl: Option<u64>,
     /// On HTTP, the request header that names the account tasks count against (without it, and
     /// without authentication, each legacy session is an account, and 2026-07-28 requests share one)
     #[arg(long, value_name = "NAME", help_heading = "Tasks")]
@@ -121,10 +121,10 @@ impl Default for ServeArgs {
             json_response: false,
             session_idle: 600,
             max_sessions: 10_000,
-            max_jobs_per_account: 5,
+            max_jobs_per_account: None,
             task_store: None,
             store: None,
-            task_ttl: 3600,
+            task_ttl: None,
             account_header: None,
             tls_cert: None,
             tls_key: None,
@@ -300,13 +300,15 @@ async fn serve_transport(
 /// Applies the task options: the cap, the lifetime, and the store (a durable one is opened,
 /// and tasks an earlier process left running are marked failed).
 async fn configure_tasks(router: &Router, args: &ServeArgs) -> std::io::Result<()> {
-    let defaults = ServeArgs::default();
-    if args.max_jobs_per_account != defaults.max_jobs_per_account || args.task_ttl != defaults.task_ttl {
-        let config = crate::server::tasks::TaskConfig {
-            max_per_account: args.max_jobs_per_account as usize,
-            ttl: Duration::from_secs(args.task_ttl.max(1)),
-            ..router.task_settings().clone()
-        };
+    // Each option given replaces the router's own setting; one not given leaves it.
+    if args.max_jobs_per_account.is_some() || args.task_ttl.is_some() {
+        let mut config = router.task_settings().clone();
+        if let Some(max) = args.max_jobs_per_account {
+            config.max_per_account = usize::try_from(max).unwrap_or(usize::MAX);
+        }
+        if let Some(secs) = args.task_ttl {
+            config.ttl = Duration::from_secs(secs.max(1));
+        }
         router.set_task_settings(config);
     }
     let Some(store) = args.task_store.as_deref() else { return Ok(()) };
@@ -371,6 +373,24 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         serve: ServeArgs,
+    }
+
+    /// The router's own task settings, then each task option given on the command line.
+    async fn task_settings_after(args: &[&str]) -> (usize, u64) {
+        let router = Router::new()
+            .task_config(crate::server::tasks::TaskConfig { max_per_account: 2, ..Default::default() });
+        let cli = Cli::try_parse_from(std::iter::once("server").chain(args.iter().copied())).unwrap();
+        configure_tasks(&router, &cli.serve).await.unwrap();
+        let settings = router.task_settings();
+        (settings.max_per_account, settings.ttl.as_secs())
+    }
+
+    #[tokio::test]
+    async fn a_task_option_given_replaces_only_its_own_setting() {
+        assert_eq!(task_settings_after(&[]).await, (2, 3600), "the router's own settings stay");
+        assert_eq!(task_settings_after(&["--task-ttl", "60"]).await, (2, 60), "the limit stays the router's");
+        assert_eq!(task_settings_after(&["--max-jobs-per-account", "5"]).await, (5, 3600), "5 is given, not a default");
+        assert_eq!(task_settings_after(&["--max-jobs-per-account", "9", "--task-ttl", "7"]).await, (9, 7));
     }
 
     #[test]
