@@ -1,0 +1,47 @@
+//! Several starts under one sandbox, as a gateway starts one process per session: each gets a
+//! private temporary directory of its own (made ahead, between starts, for the next one), gone
+//! when its process is; and nothing of them is left once the sandbox is dropped.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use mcp::client::Confine as _;
+use mcp_sandbox::{Policy, Sandbox};
+
+/// Starts `sh` inside `sandbox`; returns the TMPDIR it was given and whether that directory
+/// existed, empty and writable, while it ran.
+fn start(sandbox: &Sandbox) -> (PathBuf, bool) {
+    let mut command = Command::new("/bin/sh");
+    command.args([
+        "-c",
+        r#"echo "$TMPDIR"; [ -d "$TMPDIR" ] && [ -z "$(ls -A "$TMPDIR")" ] && touch "$TMPDIR/x" && echo usable"#,
+    ]);
+    command.stdout(Stdio::piped()).stdin(Stdio::null());
+    let kept = sandbox.prepare(&mut command).expect("the sandbox applies on this kernel");
+    let out = command.output().expect("sh runs");
+    drop(kept);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let tmp = PathBuf::from(lines.next().unwrap_or_default());
+    (tmp, lines.next() == Some("usable"))
+}
+
+#[test]
+fn each_start_gets_a_fresh_private_tmp_and_nothing_is_left_behind() {
+    let sandbox = Sandbox::new(Policy::strict()).named("starts");
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let (tmp, usable) = start(&sandbox);
+        assert!(usable, "{} was not an empty, writable directory of its own", tmp.display());
+        assert!(!tmp.exists(), "{} outlived its process", tmp.display());
+        assert!(!seen.contains(&tmp), "{} was given twice", tmp.display());
+        seen.push(tmp);
+        // Let the spare for the next start be made (on the sandbox's background thread).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let shared = seen[0].parent().expect("under the sandbox's shared directory").to_owned();
+    assert!(seen.iter().all(|t| t.parent() == Some(shared.as_path())));
+    assert!(shared.exists(), "the shared directory lives as long as the sandbox");
+    drop(sandbox);
+    assert!(!shared.exists(), "{} (and the spare in it) outlived the sandbox", shared.display());
+}
