@@ -15,9 +15,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+// Tokio's clock (the same as std's, unless a test pauses it to age entries without waiting).
+use tokio::time::Instant;
 
 /// How many entries a cache keeps by default.
 const DEFAULT_CAPACITY: usize = 512;
@@ -206,12 +208,14 @@ mod tests {
         assert!(cache.get(&elsewhere, "prompts/list", "").is_none());
     }
 
-    #[test]
-    fn stale_entries_are_not_served_and_notifications_drop_what_they_name() {
+    /// On the paused clock: time passes only when the test says.
+    #[tokio::test(start_paused = true)]
+    async fn stale_entries_are_not_served_and_notifications_drop_what_they_name() {
         let cache = ResultCache::default();
         let me = Owner::new("s");
         cache.put(&me, "tools/list", "", &page(1, "private"));
-        std::thread::sleep(Duration::from_millis(5));
+        assert!(cache.get(&me, "tools/list", "").is_some(), "within its ttlMs");
+        tokio::time::advance(Duration::from_millis(5)).await;
         assert!(cache.get(&me, "tools/list", "").is_none(), "past its ttlMs");
         cache.put(&me, "tools/list", "", &page(60_000, "public"));
         cache.put(&me, "resources/list", "", &page(60_000, "private"));

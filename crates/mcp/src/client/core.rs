@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 
 use mcp_types::jsonrpc::{Envelope, MessageKind};
 use mcp_types::lifecycle::ServerCapabilities;
@@ -14,6 +13,8 @@ use mcp_types::version::ProtocolVersion;
 use mcp_types::{meta, ErrorCode, ErrorObject, RequestId};
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
+// Tokio's clock, the one its timeouts run on (the same as std's, unless a test pauses it).
+use tokio::time::Instant;
 
 use super::{ClientOptions, KnownEra, ServerDescription};
 use crate::error::Error;

@@ -204,7 +204,8 @@ mod tests {
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
     }
 
-    #[tokio::test]
+    // On the paused clock, the sleeps below end only once the spawned tasks are parked.
+    #[tokio::test(start_paused = true)]
     async fn a_full_queue_makes_senders_wait() {
         let (tx, mut rx) = Outbox::channel(2);
         assert!(tx.try_send_raw(vec![1]) && tx.try_send_raw(vec![2]));
@@ -221,7 +222,7 @@ mod tests {
         assert_eq!(rx.recv().await.unwrap(), vec![3]);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn senders_learn_the_receiver_is_gone() {
         let (tx, rx) = Outbox::channel(1);
         assert!(tx.try_send_raw(vec![1]));

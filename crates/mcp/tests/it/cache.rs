@@ -101,7 +101,8 @@ fn names(tools: &[mcp::types::tools::Tool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
 }
 
-#[tokio::test]
+/// On tokio's paused clock (the cache ages on it too): the list ages only as the test says.
+#[tokio::test(start_paused = true)]
 async fn a_list_fresh_within_its_ttl_is_not_asked_again_until_it_changes_or_ages() {
     let script = Arc::new(Script::default());
     script.ttl_ms.store(60_000, Ordering::SeqCst);
@@ -125,10 +126,12 @@ async fn a_list_fresh_within_its_ttl_is_not_asked_again_until_it_changes_or_ages
     // A short TTL runs out.
     script.ttl_ms.store(50, Ordering::SeqCst);
     notify.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string()).unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // the notification is handled meanwhile
     client.list_tools().await.unwrap();
     let after = script.lists.load(Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    client.list_tools().await.unwrap();
+    assert_eq!(script.lists.load(Ordering::SeqCst), after, "within its ttlMs the list comes from the cache");
+    tokio::time::advance(Duration::from_millis(120)).await;
     client.list_tools().await.unwrap();
     assert_eq!(script.lists.load(Ordering::SeqCst), after + 2, "past its ttlMs the list is asked again");
 }

@@ -41,7 +41,9 @@ async fn connected() -> (tokio::task::JoinHandle<Client>, FakeServer) {
     (client, server)
 }
 
-#[tokio::test]
+// The silences that end these tests are waits on the paused clock: no real time, and they end
+// only once the client has handled everything sent to it.
+#[tokio::test(start_paused = true)]
 async fn the_client_never_answers_a_response_and_answers_each_request_once() {
     let (client, mut server) = connected().await;
     let client = client.await.unwrap();
@@ -66,7 +68,7 @@ async fn the_client_never_answers_a_response_and_answers_each_request_once() {
     drop(client);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_malformed_answer_fails_the_request_at_once() {
     let (client, mut server) = connected().await;
     let client = client.await.unwrap();

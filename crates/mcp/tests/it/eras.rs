@@ -98,7 +98,8 @@ async fn both_eras_share_one_connection() {
     assert_eq!(modern_r["result"]["resultType"], "complete");
 }
 
-#[tokio::test]
+// The `sleep` tool's steps are timers on the paused clock: no real time.
+#[tokio::test(start_paused = true)]
 async fn progress_and_log_messages_follow_each_eras_rules() {
     // Legacy: logging/setLevel for the session, progress by token.
     let mut peer = Peer::new(router());

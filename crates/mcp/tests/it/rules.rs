@@ -1,4 +1,9 @@
 //! The stdio rules of the walkthrough, and the engine's own invariants.
+//!
+//! Tests that wait on a timer (the `sleep` tool, a stretch of silence) run on tokio's paused
+//! clock: it jumps to the next timer whenever everything else waits, so they take no real time.
+
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -29,7 +34,7 @@ async fn null_and_other_non_objects_never_crash_it() {
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_notification_gets_no_response() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
@@ -97,28 +102,31 @@ async fn ids_keep_their_type_and_a_null_id_is_invalid() {
     assert_eq!((e["id"].clone(), e["error"]["code"].clone()), (json!(null), json!(-32600)));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_request_gets_no_response() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
     peer.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "sleep", "arguments": {"ms": 2000}}})).await;
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // the call is running
     peer.send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "user"}}),
     )
     .await;
-    peer.silent_for(300).await;
+    peer.silent_for(2500).await; // past the end of the call: no late answer either
     let r = peer.request(10, "ping", json!({})).await;
     assert_eq!(r["result"], json!({}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_run_concurrently() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
+    let started = tokio::time::Instant::now();
     peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sleep", "arguments": {"ms": 500}}})).await;
     let r = peer.request(2, "tools/call", json!({"name": "echo", "arguments": {"text": "fast"}})).await;
     assert_eq!(r["result"]["content"][0]["text"], "fast", "the fast call must not wait for the slow one");
+    // On the paused clock, time moves only as the slow call's timers fire.
+    assert!(started.elapsed() < Duration::from_millis(500), "answered after {:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -136,7 +144,7 @@ async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
     assert!(r["result"].is_object());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn end_of_input_ends_the_server_after_answering() {
     let mut peer = Peer::new(router());
     peer.initialize("2025-11-25").await;
@@ -144,7 +152,7 @@ async fn end_of_input_ends_the_server_after_answering() {
     peer.inner.close().await.unwrap();
     let r = peer.recv().await;
     assert_eq!(r["result"]["content"][0]["text"], "slept 100 ms");
-    let end = tokio::time::timeout(std::time::Duration::from_secs(5), peer.inner.recv()).await.unwrap().unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), peer.inner.recv()).await.unwrap().unwrap();
     assert!(end.is_none(), "the server closes its output after end of input");
 }
 

@@ -24,7 +24,8 @@ async fn a_tool_added_at_run_time_is_announced_to_legacy_sessions() {
     assert_eq!(peer.recv().await["method"], "notifications/tools/list_changed");
 }
 
-#[tokio::test]
+// The silences below are waits on the paused clock: no real time.
+#[tokio::test(start_paused = true)]
 async fn legacy_resource_subscriptions() {
     let router = router();
     let mut peer = Peer::new(router.clone());
@@ -40,7 +41,7 @@ async fn legacy_resource_subscriptions() {
     peer.silent_for(150).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_listen_acknowledges_then_streams_tagged_notifications() {
     let router = router();
     let mut peer = Peer::new(router.clone());

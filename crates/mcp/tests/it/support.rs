@@ -113,7 +113,8 @@ impl Peer {
             .expect("connection closed")
     }
 
-    /// Asserts nothing arrives within `ms`.
+    /// Asserts nothing arrives within `ms` (on a paused clock: nothing the server sends before
+    /// its timers reach `ms`, with no real waiting).
     pub async fn silent_for(&mut self, ms: u64) {
         if let Ok(msg) = tokio::time::timeout(Duration::from_millis(ms), self.inner.recv()).await {
             panic!("expected silence, got {msg:?}");

@@ -1,8 +1,12 @@
 //! Long-running tools in every form, over the in-memory transport: the 2026-07-28 extension,
 //! 2025-11-25 tasks, and the job pattern; questions inside tasks; caps; cancellation.
+//!
+//! Every test runs on tokio's paused clock: the work, the grace before a call becomes a task and
+//! the test's waits are timers, and the clock jumps to the next one whenever everything else
+//! waits, so a test takes no real time and the order of events is always the same.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp::proxy::ProxyContext as _;
 use mcp::server::{Json, NoArgs, RequestContext, Router, ToolDef, ToolError};
@@ -10,6 +14,7 @@ use mcp::tasks::{TaskConfig, TaskSupport};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use crate::support::{modern_with, Peer};
 
@@ -104,7 +109,7 @@ async fn until_done(peer: &mut Peer, task: &str) -> Value {
     unreachable!()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_extension_form_from_creation_to_result() {
     let mut peer = Peer::new(router(5));
     let discover = peer.request(1, "server/discover", modern_with(json!({}), json!({}))).await;
@@ -152,7 +157,7 @@ async fn the_extension_form_from_creation_to_result() {
     assert_eq!(required["error"]["code"], -32021, "a required task without the extension: {required}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_question_inside_a_task_is_answered_through_tasks_update() {
     let mut peer = Peer::new(router(5));
     let created = peer.request(1, "tools/call", call("ask_inside", json!({}), ext())).await;
@@ -183,7 +188,7 @@ async fn a_question_inside_a_task_is_answered_through_tasks_update() {
     assert_eq!(done["result"]["result"]["content"][0]["text"], "answered true");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn clients_without_tasks_get_jobs_and_the_generated_tools() {
     let mut peer = Peer::new(router(5));
     let list = peer.request(1, "tools/list", modern_with(json!({}), json!({}))).await;
@@ -217,7 +222,7 @@ async fn clients_without_tasks_get_jobs_and_the_generated_tools() {
     assert_eq!(unknown["result"]["isError"], true);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_2025_11_25_form() {
     let mut peer = Peer::new(router(5));
     let init = peer.initialize("2025-11-25").await;
@@ -259,7 +264,7 @@ async fn the_2025_11_25_form() {
 /// 2025-11-25 (tasks.mdx, "Task Execution Errors"): a tool result with `isError` makes the task
 /// `failed`, the cap's refusal too; `tasks/result` still answers the result itself. The
 /// 2026-07-28 extension keeps `completed` for such a result (its `failed` is a JSON-RPC error).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_2025_11_25_task_whose_tool_reports_an_error_fails() {
     let mut peer = Peer::new(router(1));
     peer.initialize("2025-11-25").await;
@@ -287,7 +292,7 @@ async fn a_2025_11_25_task_whose_tool_reports_an_error_fails() {
     assert_eq!(done["result"]["result"]["isError"], true, "{done}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn older_legacy_clients_get_jobs() {
     let mut peer = Peer::new(router(5));
     let init = peer.initialize("2025-06-18").await;
@@ -301,7 +306,7 @@ async fn older_legacy_clients_get_jobs() {
     assert_eq!(tasks["error"]["code"], -32601, "no tasks methods before 2025-11-25");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_cap_answers_at_once_and_a_cancel_frees_the_slot_and_stops_the_work() {
     let mut peer = Peer::new(router(2));
     let mut ids = Vec::new();
@@ -329,7 +334,7 @@ async fn the_cap_answers_at_once_and_a_cancel_frees_the_slot_and_stops_the_work(
     assert_eq!(STEPS.load(Ordering::Relaxed), after, "cancelled work stopped (steps went {steps} → {after})");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn status_changes_stream_through_subscriptions_listen() {
     let mut peer = Peer::new(router(5));
     let created = peer.request(1, "tools/call", call("work", json!({"ms": 200}), ext())).await;
@@ -353,7 +358,7 @@ async fn status_changes_stream_through_subscriptions_listen() {
     assert_eq!(without["error"]["code"], -32021);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_task_whose_caller_gives_up_is_cancelled_on_the_server() {
     // The task's id, as the client sees it go by.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));

@@ -8,12 +8,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_types::tasks::TaskStatus;
 use mcp_types::{ErrorObject, JsonObject};
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
+// Tokio's clock, the one the work's timers run on (the same as std's, unless a test pauses it).
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::record::{now_ms, Outcome, TaskForm, TaskRecord};
