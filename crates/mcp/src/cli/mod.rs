@@ -1,5 +1,5 @@
 //! Command lines of server binaries: the options every server of ours takes, as a clap
-//! [`Args`] struct a server flattens into its own parser.
+//! `Args` struct a server flattens into its own parser.
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -377,8 +377,8 @@ mod tests {
 
     /// The router's own task settings, then each task option given on the command line.
     async fn task_settings_after(args: &[&str]) -> (usize, u64) {
-        let router = Router::new()
-            .task_config(crate::server::tasks::TaskConfig { max_per_account: 2, ..Default::default() });
+        let router =
+            Router::new().task_config(crate::server::tasks::TaskConfig { max_per_account: 2, ..Default::default() });
         let cli = Cli::try_parse_from(std::iter::once("server").chain(args.iter().copied())).unwrap();
         configure_tasks(&router, &cli.serve).await.unwrap();
         let settings = router.task_settings();
