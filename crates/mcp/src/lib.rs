@@ -58,6 +58,12 @@ pub use error::{Error, ToolError};
 pub use mcp_types as types;
 pub use server::{RequestContext, Router};
 
+// Every Rust snippet of the README compiles (and runs, unless it says `no_run`) as a doc test:
+// those not made from an example file or a test are checked here.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeSnippets;
+
 /// The cargo features this build of the library has, in the order its manifest lists them
 /// (cargo unifies features across a workspace build: this says what a binary really got).
 pub const FEATURES: &[&str] = &[
