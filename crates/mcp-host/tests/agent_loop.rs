@@ -224,7 +224,7 @@ async fn tools_that_change_reach_the_model_on_its_next_turn_in_either_era() {
         host.run("first").await.unwrap();
         // The 2026-07-28 listen request is open once the first turn is over; give it a moment.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        router.add_tool(
+        router.lists().add_tool(
             ToolDef::new("fresh").description("A tool added while the chat runs."),
             |_: NoArgs, _cx: RequestContext| async move { Ok::<_, ToolError>("fresh") },
         );

@@ -39,8 +39,8 @@ async fn add_note(
         notes.push(text.to_owned());
         notes.len()
     };
-    if let Some(router) = cx.router() {
-        router.notify_resource_updated("notes://all");
+    if let Some(lists) = cx.lists() {
+        lists.notify_resource_updated("notes://all");
     }
     Ok(format!("noted; the notebook holds {count} notes"))
 }

@@ -130,22 +130,22 @@ async fn dynamic(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
 }
 
 async fn trigger_tool_change(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
-    let router = cx.router().ok_or_else(|| ToolError::new("router not ready"))?;
-    if !router.remove_tool("test_dynamic_tool") {
-        router.add_tool(ToolDef::new("test_dynamic_tool").description("Added at run time."), dynamic);
+    let lists = cx.lists().ok_or_else(|| ToolError::new("router not ready"))?;
+    if !lists.remove_tool("test_dynamic_tool") {
+        lists.add_tool(ToolDef::new("test_dynamic_tool").description("Added at run time."), dynamic);
     }
     Ok("Tool list changed".into())
 }
 
 async fn trigger_prompt_change(_: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
-    let router = cx.router().ok_or_else(|| ToolError::new("router not ready"))?;
-    if !router.remove_prompt("test_dynamic_prompt") {
+    let lists = cx.lists().ok_or_else(|| ToolError::new("router not ready"))?;
+    if !lists.remove_prompt("test_dynamic_prompt") {
         let prompt = Prompt {
             name: "test_dynamic_prompt".into(),
             description: Some("Added at run time.".into()),
             ..Default::default()
         };
-        router.add_prompt(
+        lists.add_prompt(
             prompt,
             |_: NoArgs, _cx: RequestContext| async move { Ok::<_, ToolError>("dynamic".to_owned()) },
         );

@@ -134,8 +134,8 @@ async fn confirm(args: Confirm, cx: RequestContext) -> Result<String, ToolError>
 }
 
 async fn announce(args: Announce, cx: RequestContext) -> Result<String, ToolError> {
-    let router = cx.router().ok_or_else(|| ToolError::new("the server is not serving yet"))?;
-    router.notify_resource_updated(&args.uri);
+    let lists = cx.lists().ok_or_else(|| ToolError::new("the server is not serving yet"))?;
+    lists.notify_resource_updated(&args.uri);
     Ok(format!("subscribers of {} were told it changed", args.uri))
 }
 

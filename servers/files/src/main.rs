@@ -114,7 +114,7 @@ async fn main() -> ExitCode {
         watcher: files_mcp::watch::Watcher::new(),
     });
     let router = files_mcp::router(app.clone());
-    app.watcher.attach(router.clone());
+    app.watcher.attach(router.lists());
     match mcp::cli::serve(router, &cli.serve).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! A subscribed file is watched through its directory, opened beneath a root and handed to
 //! inotify as `/proc/self/fd/N` (the very directory opened, whatever its path has become), so
 //! that a write, a rename over it or a deletion is seen; a subscribed directory is watched
-//! itself. One thread reads the events and tells the router, which notifies the subscribed
+//! itself. One thread reads the events and tells the router's lists, which notify the subscribed
 //! sessions. At most [`MAX_WATCHES`] directories are watched.
 
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use mcp::server::Router;
+use mcp::server::Lists;
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::fs::OFlags;
 
@@ -28,7 +28,7 @@ type Interests = Vec<(String, Option<Vec<u8>>)>;
 pub struct Watcher {
     fd: Option<Arc<OwnedFd>>,
     watches: Arc<Mutex<HashMap<i32, Interests>>>,
-    router: Arc<OnceLock<Router>>,
+    lists: Arc<OnceLock<Lists>>,
 }
 
 impl Default for Watcher {
@@ -41,12 +41,12 @@ impl Watcher {
     /// A watcher; without inotify (or its thread), subscriptions are accepted and never fire.
     pub fn new() -> Watcher {
         let fd = inotify::init(CreateFlags::CLOEXEC).ok().map(Arc::new);
-        let watcher = Watcher { fd, watches: Arc::default(), router: Arc::default() };
+        let watcher = Watcher { fd, watches: Arc::default(), lists: Arc::default() };
         if let Some(fd) = &watcher.fd {
-            let (fd, watches, router) = (fd.clone(), watcher.watches.clone(), watcher.router.clone());
+            let (fd, watches, lists) = (fd.clone(), watcher.watches.clone(), watcher.lists.clone());
             let spawned = std::thread::Builder::new()
                 .name("files-mcp-inotify".into())
-                .spawn(move || read_events(fd, watches, router));
+                .spawn(move || read_events(fd, watches, lists));
             if let Err(e) = spawned {
                 eprintln!("files-mcp: no inotify thread ({e}): subscriptions will not fire");
             }
@@ -54,9 +54,9 @@ impl Watcher {
         watcher
     }
 
-    /// The router to notify (set once it is built).
-    pub fn attach(&self, router: Router) {
-        let _ = self.router.set(router);
+    /// The lists of the router to notify through (set once it is built).
+    pub fn attach(&self, lists: Lists) {
+        let _ = self.lists.set(lists);
     }
 
     /// Starts watching `rel` beneath `root` for `uri`. `Err` says why it cannot be.
@@ -109,7 +109,7 @@ impl Watcher {
     }
 }
 
-fn read_events(fd: Arc<OwnedFd>, watches: Arc<Mutex<HashMap<i32, Interests>>>, router: Arc<OnceLock<Router>>) {
+fn read_events(fd: Arc<OwnedFd>, watches: Arc<Mutex<HashMap<i32, Interests>>>, lists: Arc<OnceLock<Lists>>) {
     let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
     let mut reader = inotify::Reader::new(fd.as_fd(), &mut buf);
     loop {
@@ -139,9 +139,9 @@ fn read_events(fd: Arc<OwnedFd>, watches: Arc<Mutex<HashMap<i32, Interests>>>, r
                 break;
             }
         }
-        if let Some(router) = router.get() {
+        if let Some(lists) = lists.get() {
             for uri in &changed {
-                router.notify_resource_updated(uri);
+                lists.notify_resource_updated(uri);
             }
         }
         // Writes come in bursts (open, write, close, rename): the pause lets the rest of a burst

@@ -16,7 +16,7 @@ use mcp::proxy::ProxyRouter as _;
 use mcp::server::middleware::AuditLog;
 use mcp::server::tasks::ANONYMOUS;
 use mcp::server::uri_template::UriTemplate;
-use mcp::server::{RequestContext, ResourceRequest, ScopedItem, ToolDef, ToolError};
+use mcp::server::{Lists, RequestContext, ResourceRequest, ScopedItem, ToolDef, ToolError};
 use mcp::types::completion::{CompleteParams, CompleteResult, Completion, CompletionRef};
 use mcp::types::prompts::Prompt;
 use mcp::types::resources::{Resource, ResourceTemplate};
@@ -65,6 +65,8 @@ struct Listing {
 /// The gateway's catalog.
 pub struct Catalog {
     router: Router,
+    /// The router's lists, which the upstreams' items are added to and removed from.
+    lists: Lists,
     upstreams: Vec<Arc<Upstream>>,
     served: Mutex<Vec<Served>>,
     /// How many downstream sessions are subscribed to each URI.
@@ -152,6 +154,7 @@ impl Catalog {
     pub fn new(router: Router, upstreams: Vec<Arc<Upstream>>, audit: Option<AuditLog>) -> Arc<Catalog> {
         let served = Mutex::new(vec![Served::default(); upstreams.len()]);
         let catalog = Arc::new(Catalog {
+            lists: router.lists(),
             router,
             upstreams,
             served,
@@ -338,19 +341,19 @@ impl Catalog {
     /// Takes out of the router what `previous` served and `current` does not.
     fn remove_gone(&self, previous: &Served, current: &Served) {
         for gone in previous.tools.keys().filter(|k| !current.tools.contains_key(*k)) {
-            self.router.remove_tool(gone);
+            self.lists.remove_tool(gone);
         }
         for gone in previous.prompts.keys().filter(|k| !current.prompts.contains_key(*k)) {
-            self.router.remove_prompt(gone);
-            let _ = self.router.set_item_scopes(ScopedItem::Prompt(gone), &[]);
+            self.lists.remove_prompt(gone);
+            let _ = self.lists.set_item_scopes(ScopedItem::Prompt(gone), &[]);
         }
         for gone in previous.resources.iter().filter(|k| !current.resources.contains(*k)) {
-            self.router.remove_resource(gone);
-            let _ = self.router.set_item_scopes(ScopedItem::Resource(gone), &[]);
+            self.lists.remove_resource(gone);
+            let _ = self.lists.set_item_scopes(ScopedItem::Resource(gone), &[]);
         }
         for gone in previous.templates.keys().filter(|k| !current.templates.contains_key(*k)) {
-            self.router.remove_resource_template(gone);
-            let _ = self.router.set_item_scopes(ScopedItem::Template(gone), &[]);
+            self.lists.remove_resource_template(gone);
+            let _ = self.lists.set_item_scopes(ScopedItem::Template(gone), &[]);
         }
     }
 
@@ -410,9 +413,9 @@ impl Catalog {
 
     fn add_prompt(&self, upstream: &Arc<Upstream>, public: String, mut prompt: Prompt) {
         let own_name = std::mem::replace(&mut prompt.name, public.clone());
-        let _ = self.router.set_item_scopes(ScopedItem::Prompt(&public), &upstream.config.prompt_scopes_of(&own_name));
+        let _ = self.lists.set_item_scopes(ScopedItem::Prompt(&public), &upstream.config.prompt_scopes_of(&own_name));
         let upstream = upstream.clone();
-        self.router.add_prompt(prompt, move |args: BTreeMap<String, String>, cx: RequestContext| {
+        self.lists.add_prompt(prompt, move |args: BTreeMap<String, String>, cx: RequestContext| {
             let upstream = upstream.clone();
             let params = json!({"name": own_name, "arguments": args});
             async move {
@@ -424,9 +427,9 @@ impl Catalog {
 
     fn add_resource(&self, upstream: &Arc<Upstream>, resource: Resource) {
         let scopes = upstream.config.resource_scopes_of(&resource.uri);
-        let _ = self.router.set_item_scopes(ScopedItem::Resource(&resource.uri), &scopes);
+        let _ = self.lists.set_item_scopes(ScopedItem::Resource(&resource.uri), &scopes);
         let upstream = upstream.clone();
-        self.router.add_resource(resource, move |request: ResourceRequest, cx: RequestContext| {
+        self.lists.add_resource(resource, move |request: ResourceRequest, cx: RequestContext| {
             let upstream = upstream.clone();
             async move { read(&upstream, request.uri, &cx).await }
         });
@@ -435,9 +438,9 @@ impl Catalog {
     fn add_template(&self, upstream: &Arc<Upstream>, template: ResourceTemplate) -> Result<Arc<UriTemplate>, String> {
         let parsed = Arc::new(UriTemplate::parse(&template.uri_template)?);
         let scopes = upstream.config.resource_scopes_of(&template.uri_template);
-        self.router.set_item_scopes(ScopedItem::Template(&template.uri_template), &scopes)?;
+        self.lists.set_item_scopes(ScopedItem::Template(&template.uri_template), &scopes)?;
         let upstream = upstream.clone();
-        self.router.add_resource_template(
+        self.lists.add_resource_template(
             template,
             move |request: ResourceRequest<BTreeMap<String, String>>, cx: RequestContext| {
                 let upstream = upstream.clone();

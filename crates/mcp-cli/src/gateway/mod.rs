@@ -77,7 +77,7 @@ pub async fn serve(
     let upstreams: Vec<Arc<Upstream>> = upstreams
         .into_iter()
         .enumerate()
-        .map(|(i, config)| Upstream::new(i, config, connector.clone(), events.clone(), router.clone()))
+        .map(|(i, config)| Upstream::new(i, config, connector.clone(), events.clone(), router.lists()))
         .collect();
     let audit = match serve.limits.audit_log.as_deref() {
         None => None,
@@ -88,7 +88,8 @@ pub async fn serve(
     };
     let catalog = Catalog::new(router.clone(), upstreams.clone(), audit);
     let starting = Starting::new(upstreams.len());
-    router.add_layer(AwaitStart { starting: starting.clone(), catalog: Arc::downgrade(&catalog) });
+    // The layer needs the catalog, which needs the router: added once both exist, before serving.
+    let router = router.layer(AwaitStart { starting: starting.clone(), catalog: Arc::downgrade(&catalog) });
     for upstream in &upstreams {
         tokio::spawn(upstream.clone().supervise());
     }

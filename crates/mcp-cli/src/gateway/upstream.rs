@@ -117,7 +117,8 @@ pub struct Upstream {
     watched: Mutex<std::collections::BTreeSet<String>>,
     relisten: Notify,
     events: mpsc::UnboundedSender<Event>,
-    router: mcp::Router,
+    /// The gateway's lists, told when a resource changes upstream.
+    lists: mcp::server::Lists,
 }
 
 impl Upstream {
@@ -126,9 +127,9 @@ impl Upstream {
         config: UpstreamConfig,
         connector: Connector,
         events: mpsc::UnboundedSender<Event>,
-        router: mcp::Router,
+        lists: mcp::server::Lists,
     ) -> Arc<Upstream> {
-        let upstream = Upstream::build(index, config, connector, events, router, None, Arc::default());
+        let upstream = Upstream::build(index, config, connector, events, lists, None, Arc::default());
         if upstream.splits() {
             tokio::spawn(reap_children(Arc::downgrade(&upstream)));
         }
@@ -140,7 +141,7 @@ impl Upstream {
         config: UpstreamConfig,
         connector: Connector,
         events: mpsc::UnboundedSender<Event>,
-        router: mcp::Router,
+        lists: mcp::server::Lists,
         owner: Option<Owner>,
         metrics: Arc<Metrics>,
     ) -> Arc<Upstream> {
@@ -162,7 +163,7 @@ impl Upstream {
             watched: Mutex::new(Default::default()),
             relisten: Notify::new(),
             events,
-            router,
+            lists,
         })
     }
 
@@ -217,7 +218,7 @@ impl Upstream {
             self.config.clone(),
             self.connector.clone(),
             self.events.clone(),
-            self.router.clone(),
+            self.lists.clone(),
             Some(owner.clone()),
             self.metrics.clone(),
         );
@@ -549,7 +550,7 @@ impl Upstream {
                 }
                 "notifications/resources/updated" => {
                     if let Some(uri) = params.get("uri").and_then(Value::as_str) {
-                        upstream.router.notify_resource_updated(uri);
+                        upstream.lists.notify_resource_updated(uri);
                     }
                 }
                 "notifications/message" => upstream.forward_log(params),

@@ -29,8 +29,8 @@ impl Router {
         self
     }
 
-    /// [`Router::require_scopes`] on a shared router.
-    pub fn add_required_scopes(&self, scopes: &[&str]) {
+    /// [`Router::require_scopes`] on a shared router (the command line's `--auth-scope`).
+    pub(crate) fn add_required_scopes(&self, scopes: &[&str]) {
         let mut rules = self.inner.scopes.write().unwrap();
         for scope in scopes {
             if !rules.minimum.iter().any(|s| s == scope) {
@@ -74,27 +74,6 @@ impl Router {
         self
     }
 
-    /// [`Router::prompt_scopes`], [`Router::resource_scopes`] or [`Router::template_scopes`] on
-    /// a shared router, for an item added or removed at run time: the scopes `item` needs from
-    /// now on (none: the rule is removed). A template that does not parse is refused.
-    pub fn set_item_scopes(&self, item: ScopedItem<'_>, scopes: &[String]) -> Result<(), String> {
-        let mut rules = self.inner.scopes.write().unwrap();
-        let keep = !scopes.is_empty();
-        match item {
-            ScopedItem::Prompt(name) if keep => drop(rules.prompts.insert(name.to_owned(), scopes.to_vec())),
-            ScopedItem::Prompt(name) => drop(rules.prompts.remove(name)),
-            ScopedItem::Resource(uri) if keep => drop(rules.resources.insert(uri.to_owned(), scopes.to_vec())),
-            ScopedItem::Resource(uri) => drop(rules.resources.remove(uri)),
-            ScopedItem::Template(source) => {
-                rules.templates.retain(|(t, _)| t.as_str() != source);
-                if keep {
-                    rules.templates.push((UriTemplate::parse(source)?, scopes.to_vec()));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// How a granted scope implies needed ones, beyond equality (the spec asks servers to honour
     /// their scope hierarchies): `|granted, needed| needed.starts_with(&format!("{granted}:"))`.
     pub fn scope_hierarchy(self, implies: impl Fn(&str, &str) -> bool + Send + Sync + 'static) -> Self {
@@ -131,8 +110,8 @@ impl Router {
         self
     }
 
-    /// [`Router::layer`] on a shared router (before serving).
-    pub fn add_layer(&self, layer: impl Middleware) {
+    /// [`Router::layer`] on a shared router (before serving: the command line's limits).
+    pub(crate) fn add_layer(&self, layer: impl Middleware) {
         let mut chain = self.inner.middleware.write().unwrap();
         let mut layers: Vec<Arc<dyn Middleware>> = chain.iter().cloned().collect();
         layers.push(Arc::new(layer));
@@ -228,15 +207,4 @@ impl Router {
         Err(ErrorObject::invalid_request(format!("insufficient scope: this request needs {}", needed.join(" ")))
             .with_data(serde_json::json!({"requiredScopes": needed})))
     }
-}
-
-/// An item whose scopes [`Router::set_item_scopes`] sets.
-#[derive(Debug, Clone, Copy)]
-pub enum ScopedItem<'a> {
-    /// A prompt, by name.
-    Prompt(&'a str),
-    /// A resource, by URI.
-    Resource(&'a str),
-    /// A resource template, by its template text.
-    Template(&'a str),
 }

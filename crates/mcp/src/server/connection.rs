@@ -486,7 +486,7 @@ async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
 
 /// Legacy sessions hear about list changes, and about updates of the resources they subscribed to.
 pub(crate) async fn forward_changes(router: Router, session: Arc<Session>) {
-    forward_changes_from(router.changes(), None, session).await
+    forward_changes_from(router.lists().changes(), None, session).await
 }
 
 /// [`forward_changes`] from this process's changes and, in a cluster, the other nodes' too.

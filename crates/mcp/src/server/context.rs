@@ -296,10 +296,9 @@ impl RequestContext {
         })
     }
 
-    /// The router serving the request: to change what it lists while it serves
-    /// ([`Router::add_tool`], [`Router::remove_tool`], ...) or to tell subscribers a resource
-    /// changed, each reaching every connection as its era's notification. `None` only for a
-    /// context no router has served yet.
+    /// The router serving the request (read-only: its identity, settings and state; what it
+    /// lists changes through [`RequestContext::lists`]). `None` only for a context no router has
+    /// served yet.
     pub fn router(&self) -> Option<&Router> {
         self.inner.router.get()
     }

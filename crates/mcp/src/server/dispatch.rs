@@ -543,7 +543,7 @@ impl Router {
             }
         }
         let honoured = p.notifications;
-        let mut changes = self.changes();
+        let mut changes = self.lists().changes();
         let task_ids = honoured.task_ids.clone().unwrap_or_default();
         let mut task_changes = (!task_ids.is_empty()).then(|| self.tasks().changes());
         let account = cx.account();

@@ -32,6 +32,7 @@ mod handler_state;
 pub(crate) mod head;
 pub(crate) mod hooks;
 pub mod identity;
+mod lists;
 pub mod middleware;
 mod pagination;
 mod params;
@@ -62,12 +63,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
-pub use access::ScopedItem;
 pub use completion::CompletionHandler;
 pub use connection::{serve_connection, ServeOptions};
 pub use context::{Elicitation, RequestContext};
 pub use handler_state::State;
 pub use identity::{Identity, Verified};
+pub use lists::{Lists, ScopedItem};
 pub use prompt::{IntoPromptResult, PromptHandler};
 pub use registry::Change;
 pub use reply::Reply;
@@ -87,9 +88,11 @@ use state::StateKey;
 use tool::RawToolHandler;
 use uri_template::UriTemplate;
 
-/// A set of tools, resources and prompts, and the server's identity. Cheap to clone: clones
-/// share one catalog, so a tool added at run time is visible to every connection, which is told
-/// with a `list_changed` notification.
+/// A set of tools, resources and prompts, and the server's identity: built with the methods
+/// that take the router and give it back (`Router::new().info(..).tool(..)`), then served as a
+/// read-only catalog. Cheap to clone: clones share the catalog. What it lists changes while it
+/// serves only through the handle [`Router::lists`] gives ([`Lists`]), each change reaching every
+/// connection as a `list_changed` notification.
 #[derive(Clone)]
 pub struct Router {
     pub(crate) inner: Arc<Inner>,
@@ -279,8 +282,9 @@ impl Router {
     }
 
     /// Replaces the `requestState` key, even while serving (every clone sees it): how a cluster
-    /// node adopts the key its peers share.
-    pub fn set_state_key(&self, key: [u8; 32]) {
+    /// node adopts the key its peers share (`--store redis`).
+    #[cfg_attr(not(all(feature = "cli", feature = "redis")), allow(dead_code))] // --store redis
+    pub(crate) fn set_state_key(&self, key: [u8; 32]) {
         self.inner.config.state_key.set(key);
     }
 
@@ -307,13 +311,23 @@ impl Router {
 
     /// Changes the task settings of a router already shared (the command line does this); only
     /// before the first task, `false` otherwise.
-    pub fn set_task_settings(&self, config: TaskConfig) -> bool {
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))] // --max-jobs-per-account, --task-ttl
+    pub(crate) fn set_task_settings(&self, config: TaskConfig) -> bool {
         self.inner.task_manager.get().is_none() && self.inner.task_settings.set(config).is_ok()
     }
 
-    /// Where task records are kept (in memory by default). Set it before the first task; `false`
-    /// if a store was already in use.
-    pub fn set_task_store(&self, store: Arc<dyn TaskStore>) -> bool {
+    /// Where task records are kept (in memory by default): a durable store (`SqliteStore` with
+    /// the `sqlite` feature, `RedisTaskStore` with `redis`, or any [`TaskStore`]) keeps them
+    /// across restarts; then call [`recover_tasks`](Self::recover_tasks) once at start-up.
+    /// Panics when a store was already given.
+    pub fn task_store(self, store: Arc<dyn TaskStore>) -> Self {
+        assert!(self.set_task_store(store), "Router::task_store was given a store twice");
+        self
+    }
+
+    /// [`Router::task_store`] on a router already shared (the command line does this): before
+    /// the first task; `false` if a store was already in use.
+    pub(crate) fn set_task_store(&self, store: Arc<dyn TaskStore>) -> bool {
         self.inner.task_store.set(store).is_ok()
     }
 
@@ -352,39 +366,9 @@ impl Router {
         Out: IntoToolOutput + Send + 'static,
     {
         let name = def.tool.name.clone();
-        let replaced = self.add_tool(def, handler);
+        let replaced = self.lists().add_tool(def, handler);
         assert!(!replaced, "tool {name:?} is registered twice");
         self
-    }
-
-    /// Adds or replaces a tool while serving; connected clients are told the list changed.
-    /// Returns `true` when a tool of that name was replaced.
-    pub fn add_tool<H, Args, Out, St>(&self, def: ToolDef, handler: H) -> bool
-    where
-        H: ToolHandler<Args, Out, St>,
-        St: 'static,
-        Args: DeserializeOwned + JsonSchema + Send + 'static,
-        Out: IntoToolOutput + Send + 'static,
-    {
-        let scopes = def.scopes.clone();
-        let entry = tool::entry(def, handler);
-        let jobs = entry.support.map(|_| task_calls::jobs::definitions(&entry.name, self.task_settings()));
-        let entry_name = entry.name.clone();
-        let mut registry = self.inner.registry.write().unwrap();
-        let replaced = registry.tools.insert(entry.name.clone(), entry);
-        self.set_tool_scopes(&entry_name, scopes.clone());
-        for (def, job) in jobs.into_iter().flatten() {
-            self.set_tool_scopes(&def.tool.name, scopes.clone());
-            let mut generated = match job.action {
-                crate::server::tasks::JobAction::List => tool::entry(def, job_placeholder),
-                _ => tool::entry(def, job_id_placeholder),
-            };
-            generated.job = Some(job);
-            registry.tools.insert(generated.name.clone(), generated);
-        }
-        drop(registry);
-        self.announce(Change::Tools);
-        replaced
     }
 
     /// Adds or replaces a tool whose handler answers with the result's JSON itself (see
@@ -408,25 +392,6 @@ impl Router {
         self
     }
 
-    /// Removes a tool while serving (and the job tools generated for it); `true` when it existed.
-    pub fn remove_tool(&self, name: &str) -> bool {
-        let mut registry = self.inner.registry.write().unwrap();
-        let removed = registry.tools.remove(name);
-        if removed {
-            for suffix in ["_status", "_cancel", "_list"] {
-                let generated = format!("{name}{suffix}");
-                if registry.tools.get(&generated).is_some_and(|t| t.job.as_ref().is_some_and(|j| j.of == name)) {
-                    registry.tools.remove(&generated);
-                }
-            }
-        }
-        drop(registry);
-        if removed {
-            self.announce(Change::Tools);
-        }
-        removed
-    }
-
     /// Adds a static resource at `uri`; the handler returns its contents.
     pub fn resource<H, Out, St>(self, uri: &str, name: &str, handler: H) -> Self
     where
@@ -446,32 +411,8 @@ impl Router {
         Out: IntoContents + Send + 'static,
     {
         let uri = def.uri.clone();
-        assert!(!self.add_resource(def, handler), "resource {uri:?} is registered twice");
+        assert!(!self.lists().add_resource(def, handler), "resource {uri:?} is registered twice");
         self
-    }
-
-    /// Adds or replaces a static resource while serving; clients are told the list changed.
-    pub fn add_resource<H, Out, St>(&self, def: Resource, handler: H) -> bool
-    where
-        H: ResourceHandler<(), Out, St>,
-        St: 'static,
-        Out: IntoContents + Send + 'static,
-    {
-        let handler = resource::erase(handler, def.mime_type.clone());
-        let key = def.uri.clone();
-        let replaced =
-            self.inner.registry.write().unwrap().resources.insert(key, resource::ResourceEntry { def, handler });
-        self.announce(Change::Resources);
-        replaced
-    }
-
-    /// Removes a static resource while serving.
-    pub fn remove_resource(&self, uri: &str) -> bool {
-        let removed = self.inner.registry.write().unwrap().resources.remove(uri);
-        if removed {
-            self.announce(Change::Resources);
-        }
-        removed
     }
 
     /// Adds a family of resources named by an RFC 6570 URI template such as
@@ -504,33 +445,6 @@ impl Router {
         self
     }
 
-    /// Adds or replaces a resource template while serving; clients are told the list changed.
-    /// `Ok(true)` when one of that template was replaced; `Err` says why the template is not one.
-    pub fn add_resource_template<H, P, Out, St>(&self, def: ResourceTemplate, handler: H) -> Result<bool, String>
-    where
-        H: ResourceHandler<P, Out, St>,
-        St: 'static,
-        P: DeserializeOwned + Send + 'static,
-        Out: IntoContents + Send + 'static,
-    {
-        let template = UriTemplate::parse(&def.uri_template).map_err(|e| e.to_string())?;
-        let handler = resource::erase(handler, def.mime_type.clone());
-        let key = def.uri_template.clone();
-        let entry = resource::TemplateEntry { def, template, handler };
-        let replaced = self.inner.registry.write().unwrap().templates.insert(key, entry);
-        self.announce(Change::Resources);
-        Ok(replaced)
-    }
-
-    /// Removes a resource template while serving; `true` when it existed.
-    pub fn remove_resource_template(&self, uri_template: &str) -> bool {
-        let removed = self.inner.registry.write().unwrap().templates.remove(uri_template);
-        if removed {
-            self.announce(Change::Resources);
-        }
-        removed
-    }
-
     /// Adds a prompt whose arguments are the fields of `Args` (all strings on the wire).
     pub fn prompt<H, Args, Out, St>(self, name: &str, description: &str, handler: H) -> Self
     where
@@ -559,29 +473,6 @@ impl Router {
         self
     }
 
-    /// Adds or replaces a prompt while serving; clients are told the list changed.
-    pub fn add_prompt<H, Args, Out, St>(&self, def: Prompt, handler: H) -> bool
-    where
-        H: PromptHandler<Args, Out, St>,
-        St: 'static,
-        Args: DeserializeOwned + JsonSchema + Send + 'static,
-        Out: IntoPromptResult + Send + 'static,
-    {
-        let name = def.name.clone();
-        let replaced = self.inner.registry.write().unwrap().prompts.insert(name, prompt::entry(def, handler));
-        self.announce(Change::Prompts);
-        replaced
-    }
-
-    /// Removes a prompt while serving; `true` when it existed.
-    pub fn remove_prompt(&self, name: &str) -> bool {
-        let removed = self.inner.registry.write().unwrap().prompts.remove(name);
-        if removed {
-            self.announce(Change::Prompts);
-        }
-        removed
-    }
-
     /// Completes the argument `argument` of the prompt `prompt`.
     pub fn complete_prompt_argument(self, prompt: &str, argument: &str, handler: impl CompletionHandler) -> Self {
         self.inner.completers.write().unwrap().add_prompt(prompt, argument, handler);
@@ -601,7 +492,7 @@ impl Router {
 
     /// Calls `hook` on every `resources/subscribe` (`true`) and `resources/unsubscribe`
     /// (`false`) a client sends, so that the server can start or stop watching the URI; the
-    /// updates themselves go out through [`notify_resource_updated`](Self::notify_resource_updated).
+    /// updates themselves go out through [`Lists::notify_resource_updated`].
     /// Set once; a second call is ignored.
     pub fn on_subscribe(self, hook: impl Fn(&str, bool) + Send + Sync + 'static) -> Self {
         let _ = self.inner.on_subscribe.set(Arc::new(hook));
@@ -614,16 +505,6 @@ impl Router {
     pub(crate) fn complete_with(self, completer: CompletionForwarder) -> Self {
         let _ = self.inner.completer.set(completer);
         self
-    }
-
-    /// Tells clients subscribed to `uri` that its contents changed.
-    pub fn notify_resource_updated(&self, uri: &str) {
-        self.announce(Change::ResourceUpdated(uri.to_owned()));
-    }
-
-    /// Subscribes to the changes announced to clients (for transports and tests).
-    pub fn changes(&self) -> broadcast::Receiver<Change> {
-        self.inner.changes.subscribe()
     }
 
     fn announce(&self, change: Change) {
@@ -685,14 +566,4 @@ impl Router {
             ..Default::default()
         }
     }
-}
-
-/// The handler of a generated job tool that takes no arguments; the engine answers these itself.
-async fn job_placeholder(_: NoArgs, _cx: RequestContext) -> Result<String, ToolError> {
-    Err(ToolError::new("job tools are answered by the engine"))
-}
-
-/// The same for the job tools that take a job id.
-async fn job_id_placeholder(_: task_calls::jobs::JobId, _cx: RequestContext) -> Result<String, ToolError> {
-    Err(ToolError::new("job tools are answered by the engine"))
 }

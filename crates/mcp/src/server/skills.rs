@@ -198,7 +198,7 @@ impl Router {
                 let contents = contents(&req.uri, &mime, &bytes);
                 async move { Ok::<_, ToolError>(contents) }
             };
-            self.add_resource(def, handler);
+            self.lists().add_resource(def, handler);
         }
         self
     }

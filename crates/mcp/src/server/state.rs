@@ -33,6 +33,7 @@ impl StateKey {
     }
 
     /// Replaces the key: states sealed with the old one no longer open.
+    #[cfg_attr(not(all(feature = "cli", feature = "redis")), allow(dead_code))] // --store redis
     pub fn set(&self, key: [u8; 32]) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(key);
     }

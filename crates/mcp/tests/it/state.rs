@@ -1,4 +1,4 @@
-//! State for handlers (`Router::with_state`, `State<S>`, `cx.state::<S>()`, `cx.router()`): each
+//! State for handlers (`Router::with_state`, `State<S>`, `cx.state::<S>()`, `cx.lists()`): each
 //! handler shape gets the router's value, in both eras, two routers keep their own, a tool that may
 //! run as a task sees it, and a missing state is an error naming the type, not a panic.
 
@@ -52,11 +52,11 @@ async fn greeting(State(label): State<&'static str>, args: Who, _cx: RequestCont
     Ok(format!("{label} greets {}", args.name))
 }
 
-/// Adds a tool while serving, through the router the context reaches.
+/// Adds a tool while serving, through the lists the context reaches.
 async fn grow(State(counter): State<Arc<Counter>>, _: NoArgs, cx: RequestContext) -> Result<String, ToolError> {
-    let router = cx.router().ok_or_else(|| ToolError::new("not served by a router"))?;
-    let _ = counter; // the state and the router, side by side
-    router.add_tool(ToolDef::new("grown").description("Added by grow."), bump);
+    let lists = cx.lists().ok_or_else(|| ToolError::new("not served by a router"))?;
+    let _ = counter; // the state and the lists, side by side
+    lists.add_tool(ToolDef::new("grown").description("Added by grow."), bump);
     Ok("grown".into())
 }
 

@@ -15,7 +15,7 @@ use super::Shared;
 
 /// Runs until the service is dropped.
 pub(crate) async fn relay(shared: Weak<Shared>, directory: Arc<dyn SessionDirectory>) {
-    let Some(mut local) = shared.upgrade().map(|s| s.router.changes()) else { return };
+    let Some(mut local) = shared.upgrade().map(|s| s.router.lists().changes()) else { return };
     let mut remote = directory.subscribe();
     loop {
         tokio::select! {

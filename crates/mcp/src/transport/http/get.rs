@@ -64,7 +64,8 @@ pub(crate) async fn get(shared: Arc<Shared>, parts: Parts) -> Response<Body> {
     session.get_open.store(true, Ordering::Relaxed);
     // List changes and resource updates reach the session while its GET stream is open.
     let remote = shared.config.directory.as_ref().map(|_| shared.remote_changes.subscribe());
-    let forwarder = tokio::spawn(forward_changes_from(shared.router.changes(), remote, session.session.clone()));
+    let forwarder =
+        tokio::spawn(forward_changes_from(shared.router.lists().changes(), remote, session.session.clone()));
     let closing = session.clone();
     let on_end = move || {
         forwarder.abort();
