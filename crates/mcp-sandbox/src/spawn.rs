@@ -39,67 +39,7 @@ pub struct Prepared {
     launch: Launch,
     plan: Plan,
     ruleset: Option<RulesetCreated>,
-    /// Made between starts for the next one (dropped before `tmp`, which holds it).
-    spare: Option<Spare>,
     tmp: Arc<PrivateTmp>,
-}
-
-/// What each start needs of its own, made ahead on a thread between starts: the process's
-/// private temporary directory and, for root with a process limit, its pids cgroup. Making them
-/// in the start itself (two directories, a random name, a write to `pids.max`) was a tenth of
-/// it. A spare never used is removed with the sandbox (or swept as a leftover, named as ours).
-#[derive(Debug)]
-struct Spare {
-    tmp: PrivateTmp,
-    cgroup: Option<PidsCgroup>,
-    /// The process limit its cgroup has.
-    processes: Option<u64>,
-}
-
-/// The spare made for a start like this one, if there is one.
-fn take_spare(sandbox: &Sandbox, shared: &Arc<PrivateTmp>, processes: Option<u64>) -> Option<Spare> {
-    let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
-    let prepared = kept.as_mut().filter(|p| Arc::ptr_eq(&p.tmp, shared))?;
-    prepared.spare.take().filter(|spare| spare.processes == processes)
-}
-
-/// Makes the next start's spare on a thread of its own (nothing when learning, whose starts
-/// keep nothing). A failure makes none: the next start then makes its own, and says why if it
-/// cannot.
-fn make_spare_later(sandbox: &Sandbox, shared: Arc<PrivateTmp>, processes: Option<u64>) {
-    if sandbox.learning {
-        return;
-    }
-    let slot = sandbox.prepared.clone();
-    in_background(move || {
-        let Ok(tmp) = PrivateTmp::create(shared.path()) else { return };
-        let cgroup = match processes.map(PidsCgroup::create) {
-            None => None,
-            Some(Ok(cgroup)) => Some(cgroup),
-            Some(Err(_)) => return,
-        };
-        let mut kept = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(prepared) = kept.as_mut().filter(|p| Arc::ptr_eq(&p.tmp, &shared)) {
-            prepared.spare = Some(Spare { tmp, cgroup, processes });
-        }
-    });
-}
-
-/// Runs `job` on the one thread this process keeps for such work (started the first time):
-/// cheaper for a start than a thread of its own. Without that thread, jobs are dropped.
-fn in_background(job: impl FnOnce() + Send + 'static) {
-    type Job = Box<dyn FnOnce() + Send>;
-    static WORKER: OnceLock<std::sync::mpsc::Sender<Job>> = OnceLock::new();
-    let worker = WORKER.get_or_init(|| {
-        let (sender, jobs) = std::sync::mpsc::channel::<Job>();
-        let _ = std::thread::Builder::new().name("mcp-sandbox-spare".into()).spawn(move || {
-            for job in jobs {
-                job();
-            }
-        });
-        sender
-    });
-    let _ = worker.send(Box::new(job));
 }
 
 impl Guard {
@@ -204,14 +144,7 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
     }
     let launch = launch_of(command);
     let (plan, ruleset, shared_tmp) = prepared(sandbox, policy, launch, support)?;
-    // The cgroup's limit: only root, whom the kernel exempts from RLIMIT_NPROC, needs one.
-    let cgroup_limit = policy.limits.processes.filter(|_| kernel::is_root());
-    let spare = take_spare(sandbox, &shared_tmp, cgroup_limit);
-    make_spare_later(sandbox, shared_tmp.clone(), cgroup_limit);
-    let (tmp, spare_cgroup) = match spare {
-        Some(spare) => (spare.tmp, spare.cgroup),
-        None => (PrivateTmp::create(shared_tmp.path())?, None),
-    };
+    let tmp = PrivateTmp::create(shared_tmp.path())?;
     *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
     let observer = match sandbox.watch {
         true => {
@@ -245,9 +178,8 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         }
         _ => (None, None),
     };
-    let cgroup = match (spare_cgroup, cgroup_limit) {
-        (Some(cgroup), _) => Some(cgroup),
-        (None, Some(max)) => match PidsCgroup::create(max) {
+    let cgroup = match policy.limits.processes {
+        Some(max) if kernel::is_root() => match PidsCgroup::create(max) {
             Ok(cgroup) => Some(cgroup),
             Err(e) if policy.best_effort => {
                 eprintln!("mcp sandbox: {}: bestEffort: running without a process limit ({e})", sandbox.name);
@@ -305,7 +237,7 @@ fn prepared(
     };
     if !sandbox.learning {
         let copy = ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
-        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, spare: None, tmp: tmp.clone() });
+        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone() });
     }
     Ok((plan, ruleset, tmp))
 }
