@@ -1,6 +1,6 @@
 //! Several starts under one sandbox, as a gateway starts one process per session: each gets a
-//! private temporary directory of its own, gone
-//! when its process is; and nothing of them is left once the sandbox is dropped.
+//! private temporary directory of its own, gone when its process is; and nothing of them is left
+//! once the sandbox is dropped.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
