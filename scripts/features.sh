@@ -12,7 +12,8 @@ if [ ${#features[@]} -eq 0 ]; then
     # `default` and the hidden `fuzzing`.
     mapfile -t features < <(sed -n '/^\[features\]/,/^\[/p' crates/mcp/Cargo.toml |
         sed -n 's/^\([a-z][a-z0-9-]*\) = .*/\1/p' | grep -v -x -e default -e fuzzing)
-    features=("" "${features[@]}" "ALL")
+    # And the set the cargo-fuzz crate (fuzz/Cargo.toml) builds the library with.
+    features=("" "${features[@]}" "fuzzing,auth,client-oauth" "ALL")
 fi
 for feature in "${features[@]}"; do
     case "$feature" in

@@ -47,7 +47,7 @@ pub fn needed_scopes(router: &crate::Router, body: &[u8]) -> Vec<String> {
 }
 
 /// An authorization server's metadata document, read as the client reads it.
-#[cfg(feature = "client")]
+#[cfg(feature = "client-oauth")]
 pub fn server_metadata(doc: &Value) -> Result<crate::client::auth::discovery::ServerMetadata, String> {
     let Value::Object(doc) = doc else { return Err("not an object".into()) };
     crate::client::auth::discovery::read_server_metadata(doc).map_err(|e| e.to_string())
@@ -55,7 +55,7 @@ pub fn server_metadata(doc: &Value) -> Result<crate::client::auth::discovery::Se
 
 /// A protected resource's metadata document, read as the client reads it: the resource and the
 /// authorization server it names for `server_url`.
-#[cfg(feature = "client")]
+#[cfg(feature = "client-oauth")]
 pub fn resource_metadata(doc: &Value, server_url: &str) -> Result<(String, String), String> {
     let said = crate::client::auth::discovery::read_resource_metadata(doc, server_url, |_| false)
         .map_err(|e| e.to_string())?;
