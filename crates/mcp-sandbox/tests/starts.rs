@@ -43,3 +43,22 @@ fn each_start_gets_a_fresh_private_tmp_and_nothing_is_left_behind() {
     drop(sandbox);
     assert!(!shared.exists(), "{} outlived the sandbox", shared.display());
 }
+
+/// Root too: the program holds no capability (its own sets and the ambient one are empty; the
+/// bounding set is left, `no_new_privs` keeps `execve` from granting any).
+#[test]
+fn a_sandboxed_program_holds_no_capability() {
+    let sandbox = Sandbox::new(Policy::strict()).named("capabilities");
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", r#"while read -r key value; do case $key in Cap*|NoNewPrivs*) echo "$key $value";; esac; done < /proc/self/status"#]);
+    command.stdout(Stdio::piped()).stdin(Stdio::null());
+    let kept = sandbox.prepare(&mut command).expect("the sandbox applies on this kernel");
+    let out = command.output().expect("sh runs");
+    drop(kept);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for key in ["CapInh:", "CapPrm:", "CapEff:", "CapAmb:"] {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key} in {text:?}"));
+        assert!(line.ends_with(" 0000000000000000"), "{line} (whole status: {text})");
+    }
+    assert!(text.lines().any(|l| l == "NoNewPrivs: 1"), "{text}");
+}
