@@ -99,6 +99,22 @@ impl RawParams {
         self
     }
 
+    /// Where `name` (a string a transport read in place from `line`'s params) is in `line`, to
+    /// be given to [`RawParams::with_named_at`] once the line has moved into the params.
+    pub fn named_span(line: &[u8], name: &str) -> Option<Range<usize>> {
+        range_within(line, name.as_bytes())
+    }
+
+    /// [`RawParams::with_named`] with the item's place in the buffer, from
+    /// [`RawParams::named_span`]. Ignored unless it lies within the params.
+    pub fn with_named_at(mut self, named: Option<Range<usize>>) -> RawParams {
+        self.named = match (named, &self.range) {
+            (Some(named), Some(params)) if named.start >= params.start && named.end <= params.end => Some(named),
+            _ => None,
+        };
+        self
+    }
+
     /// The named item recorded by [`RawParams::with_named`].
     pub fn named(&self) -> Option<&str> {
         let range = self.named.clone()?;
@@ -165,5 +181,28 @@ mod tests {
         assert_eq!(RawParams::in_body(&body, params).with_named(method).named(), None);
         assert_eq!(RawParams::in_body(&body, params).with_named("echo").named(), None, "not in the buffer");
         assert_eq!(RawParams::in_body(&body, params).named(), None);
+    }
+
+    #[test]
+    fn a_named_item_found_in_a_line_is_kept_once_the_line_moves_in() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#.to_vec();
+        let envelope: mcp_types::jsonrpc::Envelope = serde_json::from_slice(&line).unwrap();
+        let Ok(mcp_types::jsonrpc::MessageKind::Request { params, .. }) = envelope.kind() else { panic!() };
+        let text = params.unwrap().get();
+        let at = text.find("echo").unwrap();
+        let named = RawParams::named_span(&line, &text[at..at + 4]);
+        let method = RawParams::named_span(&line, envelope_method(&line));
+        let span = RawParams::span(&line, params);
+        let raw = RawParams::in_line(line.clone(), span).with_named_at(named);
+        assert_eq!(raw.named(), Some("echo"));
+        let span = RawParams::span(&line, params);
+        assert_eq!(RawParams::in_line(line, span).with_named_at(method).named(), None, "outside the params");
+    }
+
+    /// The method's text, borrowed from `line`.
+    fn envelope_method(line: &[u8]) -> &str {
+        let whole = std::str::from_utf8(line).unwrap();
+        let at = whole.find("tools/call").unwrap();
+        &whole[at..at + 10]
     }
 }

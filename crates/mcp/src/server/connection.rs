@@ -191,7 +191,9 @@ impl Connection {
             }
             return;
         };
-        let raw = RawParams::in_line(line, std::mem::replace(&mut request.span, Span::None));
+        // The item's place is in the line: it holds only where the params stay in the line.
+        let named = request.named.take().filter(|_| matches!(request.span, Span::At(_)));
+        let raw = RawParams::in_line(line, std::mem::replace(&mut request.span, Span::None)).with_named_at(named);
         self.run(request, raw);
     }
 
@@ -297,11 +299,16 @@ impl Connection {
             self.send_error(Some(id), e).await;
             return None;
         }
+        let named = match head.named(method) {
+            Some(std::borrow::Cow::Borrowed(name)) => RawParams::named_span(line, name),
+            _ => None,
+        };
         let token = CancellationToken::new();
         let session = self.session.as_ref();
         match era::admit_read(method, id.clone(), head.meta, session, self.outbox.clone(), token.clone()) {
             Ok(admitted) => {
-                Some(Admission { id, method: method.to_owned(), span: RawParams::span(line, params), admitted, token })
+                let span = RawParams::span(line, params);
+                Some(Admission { id, method: method.to_owned(), span, named, admitted, token })
             }
             Err(e) => {
                 self.send_error(Some(id), e).await;
@@ -438,6 +445,9 @@ struct Admission {
     id: RequestId,
     method: String,
     span: Span,
+    /// Where the item the request names (a tool, a prompt, a URI) is in the line, as the params'
+    /// head read it: the middleware and the telemetry ask for it without a second parse.
+    named: Option<std::ops::Range<usize>>,
     admitted: Admitted,
     token: CancellationToken,
 }

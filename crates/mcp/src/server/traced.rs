@@ -4,7 +4,6 @@
 //! notification the server handles is a span of its own. See [`crate::telemetry::spans`].
 
 use mcp_types::ErrorObject;
-use opentelemetry::trace::FutureExt as _;
 
 use super::context::RequestContext;
 use super::reply::Reply;
@@ -61,16 +60,6 @@ pub(crate) fn end(op: Operation, outcome: &Result<Reply, ErrorObject>) {
         }
     }
     op.end(ending(outcome));
-}
-
-/// Runs `work` (a request's handling) inside `op`'s span, then ends it.
-pub(crate) async fn within<F>(op: Operation, work: F) -> Result<Reply, ErrorObject>
-where
-    F: std::future::Future<Output = Result<Reply, ErrorObject>>,
-{
-    let outcome = work.with_context(op.context().clone()).await;
-    end(op, &outcome);
-    outcome
 }
 
 /// A notification the server received: a span of its own, ended at once.
