@@ -145,7 +145,7 @@ pub struct Operation {
     started: Instant,
     method: &'static str,
     target: Option<(TargetKind, String)>,
-    protocol_version: Option<String>,
+    protocol_version: Option<std::borrow::Cow<'static, str>>,
     network: &'static str,
     http_version: Option<&'static str>,
     server: Option<(Arc<str>, u16)>,
@@ -232,6 +232,15 @@ fn cut(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
+/// A protocol version as the operation keeps it: one of ours without a copy (every request
+/// carries one, and the histograms label with it), another as given.
+fn known_version(version: &str) -> std::borrow::Cow<'static, str> {
+    match mcp_types::ProtocolVersion::ALL.iter().find(|known| **known == version) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Owned(version.to_owned()),
+    }
+}
+
 /// The span's name: `{method} {target}` for a tool or prompt, else the method.
 fn span_name(method: &str, kind: Option<TargetKind>, target: Option<&str>) -> std::borrow::Cow<'static, str> {
     match (kind, target) {
@@ -307,7 +316,7 @@ impl Operation {
             started: Instant::now(),
             method: known_method(message.method).unwrap_or("_OTHER"),
             target: None,
-            protocol_version: message.protocol_version.map(str::to_owned),
+            protocol_version: message.protocol_version.map(known_version),
             network: transport.network,
             http_version: transport.http_version,
             server: match (&transport.peer, side) {
