@@ -12,8 +12,14 @@ if [ ${#features[@]} -eq 0 ]; then
     # `default` and the hidden `fuzzing`.
     mapfile -t features < <(sed -n '/^\[features\]/,/^\[/p' crates/mcp/Cargo.toml |
         sed -n 's/^\([a-z][a-z0-9-]*\) = .*/\1/p' | grep -v -x -e default -e fuzzing)
-    # And the set the cargo-fuzz crate (fuzz/Cargo.toml) builds the library with.
-    features=("" "${features[@]}" "fuzzing,auth,client-oauth" "ALL")
+    # And the set the cargo-fuzz crate builds the library with, read from fuzz/Cargo.toml (its
+    # line `mcp = { package = "mcp-stack", ... features = [...] }`), so the two cannot drift.
+    fuzz=$(sed -n 's/^mcp = {.*package = "mcp-stack".*features = \[\(.*\)\].*/\1/p' fuzz/Cargo.toml | tr -d ' "')
+    if [ -z "$fuzz" ]; then
+        echo "scripts/features.sh: cannot read the features fuzz/Cargo.toml asks of mcp-stack" >&2
+        exit 1
+    fi
+    features=("" "${features[@]}" "$fuzz" "ALL")
 fi
 for feature in "${features[@]}"; do
     case "$feature" in

@@ -140,15 +140,21 @@ async fn tcp(uri: Uri) -> io::Result<TcpStream> {
     Ok(io.into_inner())
 }
 
+/// The refusal of an `https` URL by a build without TLS.
+#[cfg(not(feature = "tls"))]
+fn needs_tls(uri: &Uri) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{uri} needs TLS, which this build left out (the `tls` feature of mcp-stack)"),
+    )
+}
+
 impl Connector {
     async fn connect(&self, uri: Uri) -> io::Result<Conn> {
         let https = uri.scheme_str() == Some("https");
         #[cfg(not(feature = "tls"))]
         if https {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("{uri} needs TLS, which this build left out (the `tls` feature of mcp-stack)"),
-            ));
+            return Err(needs_tls(&uri)); // before any connection is made
         }
         let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
         let proxy = self.proxies.intercept(&uri);
@@ -162,12 +168,13 @@ impl Connector {
         if !https {
             return Ok(Conn::Plain { io: TokioIo::new(stream), proxied: false });
         }
-        self.tls(stream, host).await
-    }
-
-    #[cfg(not(feature = "tls"))]
-    async fn tls(&self, _: TcpStream, _: String) -> io::Result<Conn> {
-        unreachable!("an https URL is refused before it is connected")
+        #[cfg(feature = "tls")]
+        return self.tls(stream, host).await;
+        #[cfg(not(feature = "tls"))]
+        {
+            drop((stream, host));
+            Err(needs_tls(&uri))
+        }
     }
 
     #[cfg(feature = "tls")]
