@@ -86,7 +86,6 @@ use hooks::{CompletionForwarder, TaskForwarder};
 use registry::Registry;
 use state::StateKey;
 use tool::RawToolHandler;
-use uri_template::UriTemplate;
 
 /// A set of tools, resources and prompts, and the server's identity: built with the methods
 /// that take the router and give it back (`Router::new().info(..).tool(..)`), then served as a
@@ -436,11 +435,9 @@ impl Router {
         P: DeserializeOwned + Send + 'static,
         Out: IntoContents + Send + 'static,
     {
-        let template = UriTemplate::parse(&def.uri_template).unwrap_or_else(|e| panic!("resource template: {e}"));
-        let handler = resource::erase(handler, def.mime_type.clone());
         let key = def.uri_template.clone();
-        let entry = resource::TemplateEntry { def, template, handler };
-        let replaced = self.inner.registry.write().unwrap().templates.insert(key.clone(), entry);
+        let replaced =
+            self.lists().add_resource_template(def, handler).unwrap_or_else(|e| panic!("resource template: {e}"));
         assert!(!replaced, "resource template {key:?} is registered twice");
         self
     }
@@ -466,10 +463,7 @@ impl Router {
         Out: IntoPromptResult + Send + 'static,
     {
         let name = def.name.clone();
-        let entry = prompt::entry(def, handler);
-        let replaced = self.inner.registry.write().unwrap().prompts.insert(name.clone(), entry);
-        assert!(!replaced, "prompt {name:?} is registered twice");
-        self.announce(Change::Prompts);
+        assert!(!self.lists().add_prompt(def, handler), "prompt {name:?} is registered twice");
         self
     }
 
