@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_bench::http::{load, post_request, HttpProcess};
-use mcp_bench::{median, report, sibling_binary, time, StdioProcess};
+use mcp_bench::{cpu_time, median, report, sibling_binary, time, StdioProcess};
 
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -100,9 +100,17 @@ fn variants(plain: PathBuf, traced: PathBuf, collector: &str) -> Vec<Variant> {
     ]
 }
 
-/// Requests per second at 16 connections, median of the rounds, per variant (the rounds
-/// interleaved, so that a noisy spell touches every variant alike).
-async fn http_throughput(variants: &[Variant]) -> Vec<f64> {
+/// What a run of one variant measured: its throughput and the server's CPU per call.
+#[derive(Clone, Copy)]
+struct Figures {
+    per_second: f64,
+    cpu_per_call: Duration,
+}
+
+/// Requests per second at 16 connections and the server's CPU per request, median of the
+/// rounds, per variant (the rounds interleaved, so that a noisy spell touches every variant
+/// alike).
+async fn http_throughput(variants: &[Variant]) -> Vec<Figures> {
     let servers: Vec<HttpProcess> = variants
         .iter()
         .map(|v| {
@@ -118,10 +126,38 @@ async fn http_throughput(variants: &[Variant]) -> Vec<f64> {
     let mut rounds = vec![Vec::new(); servers.len()];
     for _ in 0..ROUNDS {
         for (i, (server, request)) in servers.iter().zip(&requests).enumerate() {
-            rounds[i].push(load(server.port, request, 16, Duration::from_secs(1)).await);
+            let cpu = cpu_time(server.child.id());
+            let started = std::time::Instant::now();
+            let per_second = load(server.port, request, 16, Duration::from_secs(1)).await;
+            let calls = per_second * started.elapsed().as_secs_f64();
+            let cpu_per_call = (cpu_time(server.child.id()) - cpu).div_f64(calls.max(1.0));
+            rounds[i].push(Figures { per_second, cpu_per_call });
         }
     }
-    rounds.into_iter().map(median_of).collect()
+    rounds.into_iter().map(median_figures).collect()
+}
+
+/// The median throughput and the median CPU per call of some rounds.
+fn median_figures(rounds: Vec<Figures>) -> Figures {
+    Figures {
+        per_second: median_of(rounds.iter().map(|r| r.per_second).collect()),
+        cpu_per_call: median(rounds.iter().map(|r| r.cpu_per_call).collect()),
+    }
+}
+
+/// The server's CPU per call of each variant, and what telemetry adds to the first's (shown,
+/// not judged: the targets are the throughput's).
+fn cpu_lines(variants: &[Variant], figures: &[Figures]) {
+    let base = figures[0].cpu_per_call.as_secs_f64() * 1e6;
+    let lines: Vec<String> = variants
+        .iter()
+        .zip(figures)
+        .map(|(v, f)| {
+            let us = f.cpu_per_call.as_secs_f64() * 1e6;
+            format!("{} {us:.2} µs ({:+.0}%)", v.name, (us / base - 1.0) * 100.0)
+        })
+        .collect();
+    println!("  the server's CPU per call: {}", lines.join("; "));
 }
 
 fn median_of(mut samples: Vec<f64>) -> f64 {
@@ -144,10 +180,12 @@ fn start_stdio(variant: &Variant) -> StdioProcess {
     p
 }
 
-/// Calls per second over stdio with 64 in flight (written in windows of 64, then read).
-fn stdio_pipelined(variant: &Variant, calls: usize) -> f64 {
+/// Calls per second over stdio with 64 in flight (written in windows of 64, then read), and the
+/// server's CPU per call.
+fn stdio_pipelined(variant: &Variant, calls: usize) -> Figures {
     use std::io::Write;
     let mut p = start_stdio(variant);
+    let cpu = cpu_time(p.child.id());
     let (elapsed, ()) = time(|| {
         for window in (1..=calls).collect::<Vec<_>>().chunks(64) {
             for id in window {
@@ -161,8 +199,9 @@ fn stdio_pipelined(variant: &Variant, calls: usize) -> f64 {
             }
         }
     });
+    let cpu_per_call = (cpu_time(p.child.id()) - cpu) / calls as u32;
     p.finish();
-    calls as f64 / elapsed.as_secs_f64()
+    Figures { per_second: calls as f64 / elapsed.as_secs_f64(), cpu_per_call }
 }
 
 /// The median round trip of one call at a time over stdio.
@@ -210,6 +249,7 @@ async fn main() {
     let exported_http = received.swap(0, Ordering::Relaxed);
     println!("echo over HTTP, 16 connections (req/s, median of {ROUNDS}):");
     ok &= compare(&variants, &http, "req/s");
+    cpu_lines(&variants, &http);
     println!("  the collector received {} KiB of spans", exported_http / 1024);
 
     let mut piped = vec![Vec::new(); variants.len()];
@@ -231,7 +271,9 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let exported_stdio = received.swap(0, Ordering::Relaxed);
     println!("echo over stdio, 64 in flight (calls/s, median of {ROUNDS}):");
-    ok &= compare(&variants, &piped.into_iter().map(median_of).collect::<Vec<_>>(), "calls/s");
+    let piped: Vec<Figures> = piped.into_iter().map(median_figures).collect();
+    ok &= compare(&variants, &piped, "calls/s");
+    cpu_lines(&variants, &piped);
     println!("echo over stdio, one at a time, client and server on one CPU (median round trip, µs):");
     let latency: Vec<f64> = latency.into_iter().map(|l| median(l).as_secs_f64() * 1e6).collect();
     for (v, l) in variants.iter().zip(&latency) {
@@ -249,13 +291,13 @@ async fn main() {
 
 /// Prints each variant against the first; whether every exported span costs under 10% and
 /// sampling off under 3%.
-fn compare(variants: &[Variant], figures: &[f64], unit: &str) -> bool {
+fn compare(variants: &[Variant], figures: &[Figures], unit: &str) -> bool {
     let mut ok = true;
-    for (i, (v, figure)) in variants.iter().zip(figures).enumerate().skip(1) {
-        let ratio = figure / figures[0];
+    for (i, (v, figure)) in variants.iter().zip(figures.iter().map(|f| f.per_second)).enumerate().skip(1) {
+        let ratio = figure / figures[0].per_second;
         let target = if i == 1 { 0.90 } else { 0.97 };
         let met = ratio >= target;
-        report(&format!("  {}", v.name), *figure, figures[0], unit, ratio, &format!(">= {target:.2}"), met);
+        report(&format!("  {}", v.name), figure, figures[0].per_second, unit, ratio, &format!(">= {target:.2}"), met);
         ok &= met;
     }
     ok
