@@ -171,7 +171,8 @@ impl Lists {
         Out: IntoPromptResult + Send + 'static,
     {
         let name = def.name.clone();
-        let replaced = self.router.inner.registry.write().unwrap().prompts.insert(name, prompt::entry(def, handler));
+        let entry = prompt::entry(def, handler); // its schema made before the lock is taken
+        let replaced = self.router.inner.registry.write().unwrap().prompts.insert(name, entry);
         self.router.announce(Change::Prompts);
         replaced
     }
