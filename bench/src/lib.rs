@@ -94,7 +94,8 @@ pub fn rss_field(pid: u32, field: &str) -> u64 {
 }
 
 /// The CPU time process `pid` has used so far, all its threads together (the first field of
-/// each `/proc/PID/task/TID/schedstat`, nanoseconds; a thread that already ended is not in it).
+/// each `/proc/PID/task/TID/schedstat`, nanoseconds; a thread that already ended is not in it,
+/// so a later reading can be smaller: subtract with `saturating_sub`).
 /// What a request costs a server, steadier than throughput on a shared machine, where the load
 /// and the server compete for the same cores.
 pub fn cpu_time(pid: u32) -> Duration {

@@ -130,7 +130,7 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Figures> {
             let started = std::time::Instant::now();
             let per_second = load(server.port, request, 16, Duration::from_secs(1)).await;
             let calls = per_second * started.elapsed().as_secs_f64();
-            let cpu_per_call = (cpu_time(server.child.id()) - cpu).div_f64(calls.max(1.0));
+            let cpu_per_call = cpu_time(server.child.id()).saturating_sub(cpu).div_f64(calls.max(1.0));
             rounds[i].push(Figures { per_second, cpu_per_call });
         }
     }
@@ -199,7 +199,7 @@ fn stdio_pipelined(variant: &Variant, calls: usize) -> Figures {
             }
         }
     });
-    let cpu_per_call = (cpu_time(p.child.id()) - cpu) / calls as u32;
+    let cpu_per_call = cpu_time(p.child.id()).saturating_sub(cpu) / calls as u32;
     p.finish();
     Figures { per_second: calls as f64 / elapsed.as_secs_f64(), cpu_per_call }
 }
