@@ -191,9 +191,8 @@ impl Connection {
             }
             return;
         };
-        // The item's place is in the line: it holds only where the params stay in the line.
-        let named = request.named.take().filter(|_| matches!(request.span, Span::At(_)));
-        let raw = RawParams::in_line(line, std::mem::replace(&mut request.span, Span::None)).with_named_at(named);
+        let raw = RawParams::in_line(line, std::mem::replace(&mut request.span, Span::None))
+            .with_named_at(request.named.take());
         self.run(request, raw);
     }
 
@@ -308,6 +307,8 @@ impl Connection {
         match era::admit_read(method, id.clone(), head.meta, session, self.outbox.clone(), token.clone()) {
             Ok(admitted) => {
                 let span = RawParams::span(line, params);
+                // The item's place is in the line: it holds only where the params stay there.
+                let named = named.filter(|_| matches!(span, Span::At(_)));
                 Some(Admission { id, method: method.to_owned(), span, named, admitted, token })
             }
             Err(e) => {
@@ -446,7 +447,8 @@ struct Admission {
     method: String,
     span: Span,
     /// Where the item the request names (a tool, a prompt, a URI) is in the line, as the params'
-    /// head read it: the middleware and the telemetry ask for it without a second parse.
+    /// head read it, when the params stay in the line: the middleware and the telemetry ask for
+    /// it without a second parse.
     named: Option<std::ops::Range<usize>>,
     admitted: Admitted,
     token: CancellationToken,
