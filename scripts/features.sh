@@ -13,7 +13,8 @@ if [ ${#features[@]} -eq 0 ]; then
     mapfile -t features < <(sed -n '/^\[features\]/,/^\[/p' crates/mcp/Cargo.toml |
         sed -n 's/^\([a-z][a-z0-9-]*\) = .*/\1/p' | grep -v -x -e default -e fuzzing)
     # And the set the cargo-fuzz crate builds the library with, read from fuzz/Cargo.toml (its
-    # line `mcp = { package = "mcp-stack", ... features = [...] }`), so the two cannot drift.
+    # line `mcp = { package = "mcp-stack", ... features = [...] }`): cargo unifies more features
+    # into the fuzz build (the servers it fuzzes ask for theirs), but this set is linted alone.
     fuzz=$(sed -n 's/^mcp = {.*package = "mcp-stack".*features = \[\(.*\)\].*/\1/p' fuzz/Cargo.toml | tr -d ' "')
     if [ -z "$fuzz" ]; then
         echo "scripts/features.sh: cannot read the features fuzz/Cargo.toml asks of mcp-stack" >&2

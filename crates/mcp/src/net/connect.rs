@@ -140,23 +140,16 @@ async fn tcp(uri: Uri) -> io::Result<TcpStream> {
     Ok(io.into_inner())
 }
 
-/// The refusal of an `https` URL by a build without TLS.
-#[cfg(not(feature = "tls"))]
-fn needs_tls(uri: &Uri) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!("{uri} needs TLS, which this build left out (the `tls` feature of mcp-stack)"),
-    )
-}
-
 impl Connector {
     async fn connect(&self, uri: Uri) -> io::Result<Conn> {
         let https = uri.scheme_str() == Some("https");
         #[cfg(not(feature = "tls"))]
         if https {
-            return Err(needs_tls(&uri)); // before any connection is made
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{uri} needs TLS, which this build left out (the `tls` feature of mcp-stack)"),
+            ));
         }
-        let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
         let proxy = self.proxies.intercept(&uri);
         let stream = match (&proxy, https) {
             (None, _) => tcp(uri.clone()).await?,
@@ -165,16 +158,12 @@ impl Connector {
             }
             (Some(proxy), true) => self.tunnel(proxy, &uri).await?,
         };
-        if !https {
-            return Ok(Conn::Plain { io: TokioIo::new(stream), proxied: false });
-        }
         #[cfg(feature = "tls")]
-        return self.tls(stream, host).await;
-        #[cfg(not(feature = "tls"))]
-        {
-            drop((stream, host));
-            Err(needs_tls(&uri))
+        if https {
+            let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
+            return self.tls(stream, host).await;
         }
+        Ok(Conn::Plain { io: TokioIo::new(stream), proxied: false })
     }
 
     #[cfg(feature = "tls")]
