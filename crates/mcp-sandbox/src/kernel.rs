@@ -31,8 +31,8 @@ pub struct ChildSetup {
     pub limits: Vec<(libc::__rlimit_resource_t, u64)>,
     /// The Landlock ruleset, applied once.
     pub ruleset: Option<RulesetCreated>,
-    /// The seccomp filters.
-    pub filters: Vec<crate::filter::Program>,
+    /// The seccomp filters (compiled once per process, shared by every start).
+    pub filters: std::sync::Arc<Vec<crate::filter::Program>>,
     /// Where a failing step writes its name and errno.
     pub report: OwnedFd,
     /// Killed when the thread that started it ends (`PR_SET_PDEATHSIG`).
@@ -120,7 +120,7 @@ fn confine(setup: &mut ChildSetup) -> Step {
     }
     // SAFETY: prctl with integer arguments (Landlock set it already; seccomp needs it).
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0, "no_new_privs")?;
-    for filter in &setup.filters {
+    for filter in setup.filters.iter() {
         let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
         // SAFETY: seccomp with a program that outlives the call.
         let applied = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) } == 0;

@@ -38,6 +38,8 @@ mod proxy;
 #[cfg(target_os = "linux")]
 mod rules;
 #[cfg(target_os = "linux")]
+mod spare;
+#[cfg(target_os = "linux")]
 mod spawn;
 
 use std::any::Any;
@@ -72,7 +74,7 @@ pub struct Sandbox {
     #[cfg(target_os = "linux")]
     seen: observe::Record,
     /// The plan of the last process started, which what was seen is checked against.
-    last_plan: Arc<std::sync::Mutex<Option<Plan>>>,
+    last_plan: Arc<std::sync::Mutex<Option<Arc<Plan>>>>,
     /// What the last start made, kept for the next start of the same command.
     #[cfg(target_os = "linux")]
     prepared: Arc<std::sync::Mutex<Option<spawn::Prepared>>>,
@@ -128,7 +130,7 @@ impl Sandbox {
     /// What a learning run saw, as a starting policy (`{"sandbox": {...}}`) and notes.
     #[cfg(target_os = "linux")]
     pub fn learned(&self) -> (serde_json::Value, Vec<String>) {
-        let plan = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
+        let plan = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).as_deref().cloned().unwrap_or_default();
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         learn::policy(&plan, &seen, &self.journal)
     }

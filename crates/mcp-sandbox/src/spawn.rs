@@ -18,28 +18,59 @@ use crate::plan::{Launch, Plan};
 use crate::policy::{Limits, Network};
 use crate::proxy::{self, Proxy};
 use crate::rules::{self, Support};
+use crate::spare::Spare;
 use crate::Sandbox;
 
 /// What lives as long as the process: its private temporary directory (removed after it), the
-/// proxy, and the pipe a failing step reports on.
+/// proxy, and the pipe a failing step reports on. Dropped (the process is gone), it makes ahead
+/// what the command's next start will need.
 #[derive(Debug)]
 pub struct Guard {
     _proxy: Option<Proxy>,
     _cgroup: Option<PidsCgroup>,
     report: OwnedFd,
     _tmp: PrivateTmp,
-    _shared_tmp: Arc<PrivateTmp>,
+    shared_tmp: Arc<PrivateTmp>,
+    ahead: Option<Ahead>,
+}
+
+/// What to make ahead when a process of a command started more than once ends.
+#[derive(Debug)]
+struct Ahead {
+    spares: Spares,
+    /// The process limit of its pids cgroup, when it had one.
+    cgroup: Option<u64>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let Some(ahead) = self.ahead.take() else { return };
+        ahead.spares.tmp.refill(|| PrivateTmp::create(self.shared_tmp.path()).ok());
+        if let Some(max) = ahead.cgroup {
+            ahead.spares.cgroup.refill(|| PidsCgroup::create(max).ok().map(|c| (max, c)));
+        }
+    }
 }
 
 /// What a sandbox keeps between starts of the same command (the gateway starts one per session):
-/// its plan, its Landlock ruleset (each process gets a duplicate), and the temporary directory
-/// under which each process gets one of its own. Building them is most of the cost of a start.
+/// its plan, its Landlock ruleset (each process gets a duplicate), the temporary directory under
+/// which each process gets one of its own, and what the next start needs new, made ahead.
+/// Building them is most of the cost of a start.
 #[derive(Debug)]
 pub struct Prepared {
     launch: Launch,
-    plan: Plan,
+    plan: Arc<Plan>,
     ruleset: Option<RulesetCreated>,
     tmp: Arc<PrivateTmp>,
+    spares: Spares,
+}
+
+/// What the next start of a command needs new, made ahead once it has started twice.
+#[derive(Debug, Clone, Default)]
+struct Spares {
+    tmp: Spare<PrivateTmp>,
+    /// A pids cgroup and the limit it was made with.
+    cgroup: Spare<(u64, PidsCgroup)>,
 }
 
 impl Guard {
@@ -143,8 +174,11 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         }
     }
     let launch = launch_of(command);
-    let (plan, ruleset, shared_tmp) = prepared(sandbox, policy, launch, support)?;
-    let tmp = PrivateTmp::create(shared_tmp.path())?;
+    let ForStart { plan, ruleset, shared_tmp, spares } = prepared(sandbox, policy, launch, support)?;
+    let tmp = match spares.as_ref().and_then(|s| s.tmp.take()) {
+        Some(made_ahead) => made_ahead,
+        None => PrivateTmp::create(shared_tmp.path())?,
+    };
     *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
     let observer = match sandbox.watch {
         true => {
@@ -178,8 +212,9 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         }
         _ => (None, None),
     };
+    let cgroup_spare = |max| spares.as_ref()?.cgroup.take().filter(|(made_for, _)| *made_for == max).map(|(_, c)| c);
     let cgroup = match policy.limits.processes {
-        Some(max) if kernel::is_root() => match PidsCgroup::create(max) {
+        Some(max) if kernel::is_root() => match cgroup_spare(max).map(Ok).unwrap_or_else(|| PidsCgroup::create(max)) {
             Ok(cgroup) => Some(cgroup),
             Err(e) if policy.best_effort => {
                 eprintln!("mcp sandbox: {}: bestEffort: running without a process limit ({e})", sandbox.name);
@@ -206,21 +241,32 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         observer,
     };
     kernel::install(command, setup);
-    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, _shared_tmp: shared_tmp })
+    let ahead = spares.map(|spares| Ahead { spares, cgroup: policy.limits.processes.filter(|_| cgroup.is_some()) });
+    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, shared_tmp, ahead })
+}
+
+/// What one start takes from what its sandbox keeps.
+struct ForStart {
+    plan: Arc<Plan>,
+    ruleset: Option<RulesetCreated>,
+    shared_tmp: Arc<PrivateTmp>,
+    /// What was made ahead for the command, when it has started before.
+    spares: Option<Spares>,
 }
 
 /// The plan, a ruleset and the shared temporary directory for `launch`: kept from the last start
-/// of the same command, else made (and kept, unless learning).
-fn prepared(
-    sandbox: &Sandbox,
-    policy: &crate::Policy,
-    launch: Launch,
-    support: Support,
-) -> io::Result<(Plan, Option<RulesetCreated>, Arc<PrivateTmp>)> {
+/// of the same command, else made (and kept, unless learning); with what is made ahead for the
+/// command's starts when it was kept.
+fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: Support) -> io::Result<ForStart> {
     let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {
         let ruleset = p.ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
-        return Ok((p.plan.clone(), ruleset, p.tmp.clone()));
+        return Ok(ForStart {
+            plan: p.plan.clone(),
+            ruleset,
+            shared_tmp: p.tmp.clone(),
+            spares: Some(p.spares.clone()),
+        });
     }
     let mut leftovers = vec![std::env::temp_dir()];
     if kernel::is_root() {
@@ -229,7 +275,7 @@ fn prepared(
     sweep_once(leftovers);
     let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
     let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let plan = Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours);
+    let plan = Arc::new(Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours));
     let ruleset = match support.abi {
         0 => None,
         _ if sandbox.learning => None,
@@ -237,9 +283,10 @@ fn prepared(
     };
     if !sandbox.learning {
         let copy = ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
-        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone() });
+        let spares = Spares::default();
+        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone(), spares });
     }
-    Ok((plan, ruleset, tmp))
+    Ok(ForStart { plan, ruleset, shared_tmp: tmp, spares: None })
 }
 
 /// Says which step failed when a sandboxed process could not start.
@@ -258,11 +305,11 @@ pub fn explain(kept: &(dyn Any + Send + Sync), error: io::Error) -> io::Error {
 }
 
 /// The seccomp filters for `options`, compiled once per process.
-fn programs(options: Options) -> Result<Vec<filter::Program>, String> {
-    static CACHE: [OnceLock<Result<Vec<filter::Program>, String>>; 4] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+fn programs(options: Options) -> Result<Arc<Vec<filter::Program>>, String> {
+    type Compiled = OnceLock<Result<Arc<Vec<filter::Program>>, String>>;
+    static CACHE: [Compiled; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let index = usize::from(options.refuse_unix_sockets) * 2 + usize::from(options.refuse_datagrams);
-    CACHE[index].get_or_init(|| filter::programs(options)).clone()
+    CACHE[index].get_or_init(|| filter::programs(options).map(Arc::new)).clone()
 }
 
 fn limits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, u64)> {
