@@ -1,5 +1,6 @@
-//! The Landlock ruleset of a plan, built in the parent (paths opened, rules added) so that the
-//! child only has to call `landlock_restrict_self`; and what this kernel can enforce.
+//! The Landlock ruleset of a plan, built in the parent (the plan's paths opened once per command,
+//! a ruleset of its own for each start) so that the child only has to call
+//! `landlock_restrict_self`; and what this kernel can enforce.
 
 use std::path::Path;
 
@@ -83,43 +84,65 @@ fn write_rights(abi: ABI) -> BitFlags<AccessFs> {
     AccessFs::from_all(abi) & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
-/// The ruleset of `plan`: every file system right handled (so what no rule grants is refused),
-/// TCP handled unless the network is open, signals and abstract sockets scoped.
-pub fn ruleset(policy: &Policy, plan: &Plan, support: Support) -> Result<RulesetCreated, String> {
+/// What every start of a command puts in a Landlock ruleset of its own (with its private temporary
+/// directory): the plan's paths, each opened once (`O_PATH`) with the rights it is granted, and
+/// what the policy handles.
+#[derive(Debug)]
+pub struct Grants {
+    paths: Vec<(PathFd, BitFlags<AccessFs>)>,
+    support: Support,
+    best_effort: bool,
+    network: Network,
+}
+
+/// The grants of `plan` under `policy`, but for `shared_tmp` (the parent of the private temporary
+/// directories: each process is granted its own, not its neighbours').
+pub fn grants(policy: &Policy, plan: &Plan, support: Support, shared_tmp: &Path) -> Grants {
     let abi = support.abi();
-    let level = if policy.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
+    let file_rights = AccessFs::from_file(abi);
+    let mut paths = Vec::new();
+    let mut grant = |path: &Path, rights: BitFlags<AccessFs>| {
+        let Ok(fd) = PathFd::new(path) else { return }; // gone since: nothing to grant
+        paths.push((fd, if path.is_dir() { rights } else { rights & file_rights }));
+    };
+    for path in &plan.exec {
+        grant(path, exec_rights());
+    }
+    for path in &plan.read {
+        grant(path, read_rights());
+    }
+    for path in plan.write.iter().filter(|p| *p != shared_tmp) {
+        grant(path, write_rights(abi));
+    }
+    for path in &plan.devices {
+        grant(path, AccessFs::ReadFile | AccessFs::WriteFile);
+    }
+    Grants { paths, support, best_effort: policy.best_effort, network: policy.network.clone() }
+}
+
+/// The ruleset of one start: every file system right handled (so what no rule grants is
+/// refused), TCP handled unless the network is open, signals and abstract sockets scoped; the
+/// `grants`, and reading and writing in `private_tmp`.
+pub fn ruleset(grants: &Grants, private_tmp: &Path) -> Result<RulesetCreated, String> {
+    let support = grants.support;
+    let abi = support.abi();
+    let level = if grants.best_effort { CompatLevel::BestEffort } else { CompatLevel::HardRequirement };
     let fail = |e: landlock::RulesetError| format!("Landlock: {e}");
     let mut ruleset =
         Ruleset::default().set_compatibility(level).handle_access(AccessFs::from_all(abi)).map_err(fail)?;
-    if policy.network != Network::Any && support.tcp() {
+    if grants.network != Network::Any && support.tcp() {
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(fail)?;
     }
     if support.abi >= 6 {
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(fail)?;
     }
     let mut created = ruleset.create().map_err(fail)?;
-    let file_rights = AccessFs::from_file(abi);
-    let mut grant = |path: &Path, rights: BitFlags<AccessFs>| -> Result<(), String> {
-        let Ok(fd) = PathFd::new(path) else { return Ok(()) }; // gone since: nothing to grant
-        let rights = if path.is_dir() { rights } else { rights & file_rights };
-        (&mut created)
-            .add_rule(PathBeneath::new(fd, rights))
-            .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
-        Ok(())
-    };
-    for path in &plan.exec {
-        grant(path, exec_rights())?;
+    for (fd, rights) in &grants.paths {
+        (&mut created).add_rule(PathBeneath::new(fd, *rights)).map_err(fail)?;
     }
-    for path in &plan.read {
-        grant(path, read_rights())?;
-    }
-    for path in &plan.write {
-        grant(path, write_rights(abi))?;
-    }
-    for path in &plan.devices {
-        grant(path, AccessFs::ReadFile | AccessFs::WriteFile)?;
-    }
-    if let (Network::Allow(_), true) = (&policy.network, support.tcp()) {
+    let tmp = PathFd::new(private_tmp).map_err(|e| format!("Landlock rule for {}: {e}", private_tmp.display()))?;
+    (&mut created).add_rule(PathBeneath::new(tmp, write_rights(abi))).map_err(fail)?;
+    if let (Network::Allow(_), true) = (&grants.network, support.tcp()) {
         created = created.add_rule(NetPort::new(PROXY_PORT, AccessNet::ConnectTcp)).map_err(fail)?;
     }
     Ok(created)
@@ -147,6 +170,7 @@ mod tests {
     fn this_kernel_builds_the_ruleset_of_the_default() {
         let tmp = tempfile::tempdir().unwrap();
         let plan = Plan::new(&Policy::strict(), &Default::default(), &[], tmp.path(), &[]);
-        assert!(ruleset(&Policy::strict(), &plan, Support::current()).is_ok());
+        let grants = grants(&Policy::strict(), &plan, Support::current(), tmp.path());
+        assert!(ruleset(&grants, tmp.path()).is_ok());
     }
 }

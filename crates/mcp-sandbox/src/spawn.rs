@@ -9,17 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::{Arc, OnceLock};
 
-use landlock::RulesetCreated;
-
 use crate::cgroup::PidsCgroup;
 use crate::filter::{self, Options};
 use crate::kernel::{self, ChildSetup};
 use crate::plan::{Launch, Plan};
 use crate::policy::{Limits, Network};
 use crate::proxy::{self, Proxy};
-use crate::rules::{self, Support};
+use crate::rules::{self, Grants, Support};
 use crate::spare::Spare;
 use crate::Sandbox;
+use landlock::RulesetCreated;
 
 /// What lives as long as the process: its private temporary directory (removed after it), the
 /// proxy, and the pipe a failing step reports on. Dropped (the process is gone), it makes ahead
@@ -38,6 +37,8 @@ pub struct Guard {
 #[derive(Debug)]
 struct Ahead {
     spares: Spares,
+    /// What its Landlock ruleset granted, but for its temporary directory.
+    grants: Option<Arc<Grants>>,
     /// The process limit of its pids cgroup, when it had one.
     cgroup: Option<u64>,
 }
@@ -45,7 +46,7 @@ struct Ahead {
 impl Drop for Guard {
     fn drop(&mut self) {
         let Some(ahead) = self.ahead.take() else { return };
-        ahead.spares.tmp.refill(|| PrivateTmp::create(self.shared_tmp.path()).ok());
+        ahead.spares.tmp.refill(|| own_tmp(&self.shared_tmp, ahead.grants.as_deref()).ok());
         if let Some(max) = ahead.cgroup {
             ahead.spares.cgroup.refill(|| PidsCgroup::create(max).ok().map(|c| (max, c)));
         }
@@ -53,14 +54,15 @@ impl Drop for Guard {
 }
 
 /// What a sandbox keeps between starts of the same command (the gateway starts one per session):
-/// its plan, its Landlock ruleset (each process gets a duplicate), the temporary directory under
-/// which each process gets one of its own, and what the next start needs new, made ahead.
+/// its plan, the paths its Landlock rules grant (opened once; each process gets a ruleset of its
+/// own, with its own temporary directory), the directory under which each process gets that
+/// temporary directory, and what the next start needs new, made ahead.
 /// Building them is most of the cost of a start.
 #[derive(Debug)]
 pub struct Prepared {
     launch: Launch,
     plan: Arc<Plan>,
-    ruleset: Option<RulesetCreated>,
+    grants: Option<Arc<Grants>>,
     tmp: Arc<PrivateTmp>,
     spares: Spares,
 }
@@ -68,7 +70,8 @@ pub struct Prepared {
 /// What the next start of a command needs new, made ahead once it has started twice.
 #[derive(Debug, Clone, Default)]
 struct Spares {
-    tmp: Spare<PrivateTmp>,
+    /// A private temporary directory, and the ruleset that grants it.
+    tmp: Spare<(PrivateTmp, Option<RulesetCreated>)>,
     /// A pids cgroup and the limit it was made with.
     cgroup: Spare<(u64, PidsCgroup)>,
 }
@@ -174,10 +177,10 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         }
     }
     let launch = launch_of(command);
-    let ForStart { plan, ruleset, shared_tmp, spares } = prepared(sandbox, policy, launch, support)?;
-    let tmp = match spares.as_ref().and_then(|s| s.tmp.take()) {
+    let ForStart { plan, grants, shared_tmp, spares } = prepared(sandbox, policy, launch, support)?;
+    let (tmp, ruleset) = match spares.as_ref().and_then(|s| s.tmp.take()) {
         Some(made_ahead) => made_ahead,
-        None => PrivateTmp::create(shared_tmp.path())?,
+        None => own_tmp(&shared_tmp, grants.as_deref())?,
     };
     *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
     let observer = match sandbox.watch {
@@ -241,14 +244,23 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         observer,
     };
     kernel::install(command, setup);
-    let ahead = spares.map(|spares| Ahead { spares, cgroup: policy.limits.processes.filter(|_| cgroup.is_some()) });
+    let processes = policy.limits.processes.filter(|_| cgroup.is_some());
+    let ahead = spares.map(|spares| Ahead { spares, grants, cgroup: processes });
     Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, shared_tmp, ahead })
+}
+
+/// A private temporary directory under `shared_tmp`, and the Landlock ruleset of `grants` with it.
+fn own_tmp(shared_tmp: &PrivateTmp, grants: Option<&Grants>) -> io::Result<(PrivateTmp, Option<RulesetCreated>)> {
+    let tmp = PrivateTmp::create(shared_tmp.path())?;
+    let ruleset = grants.map(|grants| rules::ruleset(grants, tmp.path())).transpose().map_err(refusal)?;
+    Ok((tmp, ruleset))
 }
 
 /// What one start takes from what its sandbox keeps.
 struct ForStart {
     plan: Arc<Plan>,
-    ruleset: Option<RulesetCreated>,
+    /// `None`: no Landlock (none on this kernel, or learning).
+    grants: Option<Arc<Grants>>,
     shared_tmp: Arc<PrivateTmp>,
     /// What was made ahead for the command, when it has started before.
     spares: Option<Spares>,
@@ -260,10 +272,9 @@ struct ForStart {
 fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: Support) -> io::Result<ForStart> {
     let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {
-        let ruleset = p.ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
         return Ok(ForStart {
             plan: p.plan.clone(),
-            ruleset,
+            grants: p.grants.clone(),
             shared_tmp: p.tmp.clone(),
             spares: Some(p.spares.clone()),
         });
@@ -276,17 +287,16 @@ fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: 
     let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
     let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let plan = Arc::new(Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours));
-    let ruleset = match support.abi {
+    let grants = match support.abi {
         0 => None,
         _ if sandbox.learning => None,
-        _ => Some(rules::ruleset(policy, &plan, support).map_err(refusal)?),
+        _ => Some(Arc::new(rules::grants(policy, &plan, support, tmp.path()))),
     };
     if !sandbox.learning {
-        let copy = ruleset.as_ref().map(RulesetCreated::try_clone).transpose()?;
         let spares = Spares::default();
-        *kept = Some(Prepared { launch, plan: plan.clone(), ruleset: copy, tmp: tmp.clone(), spares });
+        *kept = Some(Prepared { launch, plan: plan.clone(), grants: grants.clone(), tmp: tmp.clone(), spares });
     }
-    Ok(ForStart { plan, ruleset, shared_tmp: tmp, spares: None })
+    Ok(ForStart { plan, grants, shared_tmp: tmp, spares: None })
 }
 
 /// Says which step failed when a sandboxed process could not start.

@@ -62,3 +62,44 @@ fn a_sandboxed_program_holds_no_capability() {
     }
     assert!(text.lines().any(|l| l == "NoNewPrivs: 1"), "{text}");
 }
+
+/// Two processes of one command at once (two sessions of a gateway): neither can read, list or
+/// write the other's private temporary directory, or list the directory both lie in.
+#[test]
+fn a_process_cannot_reach_its_neighbour_s_private_tmp() {
+    use std::io::{BufRead as _, Write as _};
+    // One command for both, told on stdin what to do: hold a secret, or look for the other's.
+    let script = r#"read -r mode other
+        if [ "$mode" = hold ]; then echo secret > "$TMPDIR/secret" && echo "$TMPDIR"; read -r _; exit; fi
+        cat "$other/secret" 2>/dev/null && echo READ
+        ls "$other" >/dev/null 2>&1 && echo LISTED
+        ls "$(dirname "$other")" >/dev/null 2>&1 && echo LISTED_SHARED
+        (echo x > "$other/planted") 2>/dev/null && echo WROTE
+        echo x > "$TMPDIR/own" && echo OWN"#;
+    let sandbox = Sandbox::new(Policy::strict()).named("neighbours");
+    let start = || {
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", script]).stdout(Stdio::piped()).stdin(Stdio::piped());
+        let kept = sandbox.prepare(&mut command).expect("the sandbox applies on this kernel");
+        (command.spawn().expect("sh runs"), kept)
+    };
+    let (mut holder, kept_holder) = start();
+    let mut holder_in = holder.stdin.take().expect("piped");
+    writeln!(holder_in, "hold -").expect("sh reads");
+    let mut line = String::new();
+    std::io::BufReader::new(holder.stdout.take().expect("piped")).read_line(&mut line).expect("its TMPDIR");
+    let held = PathBuf::from(line.trim());
+    assert!(held.join("secret").exists(), "{line:?}");
+
+    let (mut prober, kept_prober) = start();
+    writeln!(prober.stdin.take().expect("piped"), "probe {}", held.display()).expect("sh reads");
+    let out = prober.wait_with_output().expect("sh runs");
+    drop(kept_prober);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.trim(), "OWN", "the second process reached the first's directory: {text:?}");
+    assert!(!held.join("planted").exists());
+
+    drop(holder_in);
+    let _ = holder.wait();
+    drop(kept_holder);
+}
