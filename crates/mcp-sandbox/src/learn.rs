@@ -46,11 +46,20 @@ fn verb(usage: Use) -> &'static str {
     }
 }
 
-/// The attempts `plan` refused, one line each.
-pub fn refused(plan: &Plan, seen: &Seen) -> Vec<String> {
+/// Whether `path` lies in the directory of the private temporary directories (`own_tmp`'s parent,
+/// which the plan lists) but not in `own_tmp`: a neighbour's, which no process is granted.
+fn neighbours(own_tmp: &Path, path: &Path) -> bool {
+    let (Some(shared), Some(path)) = (own_tmp.parent(), real(path)) else { return false };
+    let inside = |dir: &Path| path.starts_with(dir) || real(dir).is_some_and(|d| path.starts_with(d));
+    inside(shared) && !inside(own_tmp)
+}
+
+/// The attempts `plan` refused (`own_tmp`: the process's private temporary directory), one line
+/// each.
+pub fn refused(plan: &Plan, own_tmp: &Path, seen: &Seen) -> Vec<String> {
     let mut lines = Vec::new();
     for (path, usage) in &seen.paths {
-        if meaningful(path, *usage) && !granted(plan, path, *usage) {
+        if meaningful(path, *usage) && (!granted(plan, path, *usage) || neighbours(own_tmp, path)) {
             lines.push(format!("{} {}", verb(*usage), path.display()));
         }
     }

@@ -73,12 +73,16 @@ pub struct Sandbox {
     journal: Journal,
     #[cfg(target_os = "linux")]
     seen: observe::Record,
-    /// The plan of the last process started, which what was seen is checked against.
-    last_plan: Arc<std::sync::Mutex<Option<Arc<Plan>>>>,
+    /// The plan of the last process started, and its private temporary directory: what was seen
+    /// is checked against them.
+    last_plan: Arc<std::sync::Mutex<Option<LastStart>>>,
     /// What the last start made, kept for the next start of the same command.
     #[cfg(target_os = "linux")]
     prepared: Arc<std::sync::Mutex<Option<spawn::Prepared>>>,
 }
+
+/// The plan of a start, and its private temporary directory.
+type LastStart = (Arc<Plan>, PathBuf);
 
 impl Sandbox {
     /// `policy`, with no roots.
@@ -120,9 +124,9 @@ impl Sandbox {
         let mut lines: Vec<String> =
             self.journal.refused().iter().map(|e| format!("{} {}", e.kind, e.target)).collect();
         #[cfg(target_os = "linux")]
-        if let Some(plan) = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some((plan, own_tmp)) = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            lines.extend(learn::refused(plan, &seen));
+            lines.extend(learn::refused(plan, own_tmp, &seen));
         }
         lines
     }
@@ -130,7 +134,9 @@ impl Sandbox {
     /// What a learning run saw, as a starting policy (`{"sandbox": {...}}`) and notes.
     #[cfg(target_os = "linux")]
     pub fn learned(&self) -> (serde_json::Value, Vec<String>) {
-        let plan = self.last_plan.lock().unwrap_or_else(|e| e.into_inner()).as_deref().cloned().unwrap_or_default();
+        let last = self.last_plan.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = last.as_ref().map(|(plan, _)| Plan::clone(plan)).unwrap_or_default();
+        drop(last);
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         learn::policy(&plan, &seen, &self.journal)
     }

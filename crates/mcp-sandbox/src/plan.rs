@@ -94,7 +94,8 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for `launch` under `policy`, with `roots` (directories offered as MCP roots) and
-    /// `tmp` (its private temporary directory); `ours` is this process's environment.
+    /// `tmp` (the directory its private temporary directories lie in; each start sets `TMPDIR` to
+    /// its own); `ours` is this process's environment.
     pub fn new(policy: &Policy, launch: &Launch, roots: &[PathBuf], tmp: &Path, ours: &[(OsString, OsString)]) -> Plan {
         let mut plan = Plan::default();
         let cwd = launch.cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());

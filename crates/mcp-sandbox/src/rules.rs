@@ -2,10 +2,11 @@
 //! a ruleset of its own for each start) so that the child only has to call
 //! `landlock_restrict_self`; and what this kernel can enforce.
 
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 
@@ -85,14 +86,31 @@ fn write_rights(abi: ABI) -> BitFlags<AccessFs> {
 }
 
 /// What every start of a command puts in a Landlock ruleset of its own (with its private temporary
-/// directory): the plan's paths, each opened once (`O_PATH`) with the rights it is granted, and
-/// what the policy handles.
+/// directory): the plan's paths with the rights each is granted and what each was when the plan
+/// was made, and what the policy handles. No descriptor is kept between starts (a command would
+/// hold some 35, and keep their mounts busy): each ruleset opens the paths again, and refuses to
+/// grant one that is no longer the same file (a sandboxed process that can write above a granted
+/// directory could have put a link to somewhere else in its place).
 #[derive(Debug)]
 pub struct Grants {
-    paths: Vec<(PathFd, BitFlags<AccessFs>)>,
+    paths: Vec<Grant>,
     support: Support,
     best_effort: bool,
     network: Network,
+}
+
+/// One path of the plan.
+#[derive(Debug)]
+struct Grant {
+    path: PathBuf,
+    rights: BitFlags<AccessFs>,
+    /// Device and inode when the plan was made.
+    identity: (u64, u64),
+}
+
+/// `path` opened for naming it only (`O_PATH`, closed on exec).
+fn open_path(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path)
 }
 
 /// The grants of `plan` under `policy`, but for `shared_tmp` (the parent of the private temporary
@@ -102,8 +120,9 @@ pub fn grants(policy: &Policy, plan: &Plan, support: Support, shared_tmp: &Path)
     let file_rights = AccessFs::from_file(abi);
     let mut paths = Vec::new();
     let mut grant = |path: &Path, rights: BitFlags<AccessFs>| {
-        let Ok(fd) = PathFd::new(path) else { return }; // gone since: nothing to grant
-        paths.push((fd, if path.is_dir() { rights } else { rights & file_rights }));
+        let Ok(meta) = open_path(path).and_then(|file| file.metadata()) else { return }; // gone since
+        let rights = if meta.is_dir() { rights } else { rights & file_rights };
+        paths.push(Grant { path: path.to_owned(), rights, identity: (meta.dev(), meta.ino()) });
     };
     for path in &plan.exec {
         grant(path, exec_rights());
@@ -137,11 +156,25 @@ pub fn ruleset(grants: &Grants, private_tmp: &Path) -> Result<RulesetCreated, St
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(fail)?;
     }
     let mut created = ruleset.create().map_err(fail)?;
-    for (fd, rights) in &grants.paths {
-        (&mut created).add_rule(PathBeneath::new(fd, *rights)).map_err(fail)?;
+    let mut add = |path: &Path, file: std::fs::File, rights: BitFlags<AccessFs>| {
+        (&mut created)
+            .add_rule(PathBeneath::new(file, rights))
+            .map(|_| ())
+            .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))
+    };
+    for grant in &grants.paths {
+        let Ok(file) = open_path(&grant.path) else { continue }; // gone since: nothing to grant
+        let meta = file.metadata().map_err(|e| format!("{}: {e}", grant.path.display()))?;
+        if (meta.dev(), meta.ino()) != grant.identity {
+            return Err(format!(
+                "{} is no longer the file its rules were made for (something else was put in its place since the first start); start mcp again to make them anew",
+                grant.path.display()
+            ));
+        }
+        add(&grant.path, file, grant.rights)?;
     }
-    let tmp = PathFd::new(private_tmp).map_err(|e| format!("Landlock rule for {}: {e}", private_tmp.display()))?;
-    (&mut created).add_rule(PathBeneath::new(tmp, write_rights(abi))).map_err(fail)?;
+    let tmp = open_path(private_tmp).map_err(|e| format!("{}: {e}", private_tmp.display()))?;
+    add(private_tmp, tmp, write_rights(abi))?;
     if let (Network::Allow(_), true) = (&grants.network, support.tcp()) {
         created = created.add_rule(NetPort::new(PROXY_PORT, AccessNet::ConnectTcp)).map_err(fail)?;
     }
@@ -172,5 +205,24 @@ mod tests {
         let plan = Plan::new(&Policy::strict(), &Default::default(), &[], tmp.path(), &[]);
         let grants = grants(&Policy::strict(), &plan, Support::current(), tmp.path());
         assert!(ruleset(&grants, tmp.path()).is_ok());
+    }
+
+    #[test]
+    fn a_granted_directory_put_somewhere_else_since_the_plan_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (data, elsewhere, own) = (tmp.path().join("data"), tmp.path().join("elsewhere"), tmp.path().join("own"));
+        for dir in [&data, &elsewhere, &own] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        let mut plan = Plan::default();
+        plan.write.insert(data.clone());
+        let grants = grants(&Policy::strict(), &plan, Support::current(), Path::new("/nonexistent"));
+        assert!(ruleset(&grants, &own).is_ok());
+        std::fs::remove_dir(&data).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &data).unwrap();
+        let refusal = ruleset(&grants, &own).expect_err("a link in the granted directory's place");
+        assert!(refusal.contains("no longer the file") && refusal.contains("data"), "{refusal}");
+        std::fs::remove_file(&data).unwrap();
+        assert!(ruleset(&grants, &own).is_ok(), "gone since: nothing to grant, nothing refused");
     }
 }

@@ -1,8 +1,9 @@
-//! Made ahead: what every sandboxed start needs new of its own (a private temporary directory;
-//! for root, a pids cgroup) is made for the next start of a command when one of its processes
-//! ends (the gateway starts the same command once per session). Making them is a `mkdir` on the
-//! disk or in the cgroup file system, 30-100 microseconds that would otherwise lie between the
-//! spawn and the server's first answer; at the end of a process nobody waits for them.
+//! Made ahead: what every sandboxed start needs new of its own (a private temporary directory and
+//! the Landlock ruleset that grants it; for root, a pids cgroup) is made for the next start of a
+//! command when one of its processes ends, from its second start on (the gateway starts the same
+//! command once per session). Making them (a `mkdir` on the disk, some 35 Landlock rules, a
+//! `mkdir` in the cgroup file system) takes 100 to 200 microseconds that would otherwise lie
+//! between the spawn and the server's first answer; at the end of a process nobody waits for them.
 
 use std::sync::{Arc, Mutex};
 
@@ -28,16 +29,19 @@ impl<T> Spare<T> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    /// Makes one with `make` unless one is there, or nobody but the caller could take it (the
-    /// command's sandbox is gone). `make` failing leaves none: the next start makes its own and
-    /// says why if it cannot.
+    /// Makes one with `make` unless one is there, or nobody but the caller holds the slot (the
+    /// command's sandbox, and its other processes, are gone). `make` runs without the lock, so
+    /// a start meanwhile is not held up (it makes its own); `make` failing leaves none: the next
+    /// start makes its own and says why if it cannot.
     pub fn refill(&self, make: impl FnOnce() -> Option<T>) {
-        if Arc::strong_count(&self.0) == 1 {
+        let is_empty = || self.0.lock().unwrap_or_else(|e| e.into_inner()).is_none();
+        if Arc::strong_count(&self.0) == 1 || !is_empty() {
             return;
         }
+        let Some(made) = make() else { return };
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
-            *slot = make();
+            *slot = Some(made);
         }
     }
 }

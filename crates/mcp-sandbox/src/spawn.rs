@@ -63,8 +63,9 @@ pub struct Prepared {
     launch: Launch,
     plan: Arc<Plan>,
     grants: Option<Arc<Grants>>,
-    tmp: Arc<PrivateTmp>,
+    /// Before `tmp`: a spare directory inside it goes first.
     spares: Spares,
+    tmp: Arc<PrivateTmp>,
 }
 
 /// What the next start of a command needs new, made ahead once it has started twice.
@@ -178,11 +179,12 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
     }
     let launch = launch_of(command);
     let ForStart { plan, grants, shared_tmp, spares } = prepared(sandbox, policy, launch, support)?;
-    let (tmp, ruleset) = match spares.as_ref().and_then(|s| s.tmp.take()) {
+    // A spare removed since it was made (a cleaner of old files in /tmp) is made anew.
+    let (tmp, ruleset) = match spares.as_ref().and_then(|s| s.tmp.take()).filter(|(t, _)| t.path().is_dir()) {
         Some(made_ahead) => made_ahead,
         None => own_tmp(&shared_tmp, grants.as_deref())?,
     };
-    *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some(plan.clone());
+    *sandbox.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = Some((plan.clone(), tmp.path().to_owned()));
     let observer = match sandbox.watch {
         true => {
             let (ours, theirs) = kernel::socket_pair()?;
@@ -266,9 +268,9 @@ struct ForStart {
     spares: Option<Spares>,
 }
 
-/// The plan, a ruleset and the shared temporary directory for `launch`: kept from the last start
-/// of the same command, else made (and kept, unless learning); with what is made ahead for the
-/// command's starts when it was kept.
+/// The plan, its Landlock grants and the shared temporary directory for `launch`: kept from the
+/// last start of the same command, else made (and kept, unless learning); with what is made
+/// ahead for the command's starts when it was kept.
 fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: Support) -> io::Result<ForStart> {
     let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {

@@ -64,7 +64,8 @@ fn a_sandboxed_program_holds_no_capability() {
 }
 
 /// Two processes of one command at once (two sessions of a gateway): neither can read, list or
-/// write the other's private temporary directory, or list the directory both lie in.
+/// write the other's private temporary directory, or list the directory both lie in (the same
+/// `cat` and `ls` work in its own).
 #[test]
 fn a_process_cannot_reach_its_neighbour_s_private_tmp() {
     use std::io::{BufRead as _, Write as _};
@@ -75,7 +76,7 @@ fn a_process_cannot_reach_its_neighbour_s_private_tmp() {
         ls "$other" >/dev/null 2>&1 && echo LISTED
         ls "$(dirname "$other")" >/dev/null 2>&1 && echo LISTED_SHARED
         (echo x > "$other/planted") 2>/dev/null && echo WROTE
-        echo x > "$TMPDIR/own" && echo OWN"#;
+        echo x > "$TMPDIR/own" && cat "$TMPDIR/own" >/dev/null && ls "$TMPDIR" >/dev/null && echo OWN"#;
     let sandbox = Sandbox::new(Policy::strict()).named("neighbours");
     let start = || {
         let mut command = Command::new("/bin/sh");
