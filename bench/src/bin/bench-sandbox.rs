@@ -1,17 +1,20 @@
 //! `bench-sandbox`: what the kernel sandbox of `mcp-stack-sandbox` costs a stdio server, in the
 //! same run: paypedia's spawn to `initialize` answered, plain and inside the strict default policy
-//! (Landlock, seccomp, a user namespace, limits; started the way the client starts it, the policy
-//! applied between fork and exec), alternating; then the latency of `tools/call` inside each.
+//! (Landlock, seccomp, a user namespace, limits; started the way the client starts it: the child
+//! made without `fork`, the policy applied before exec), alternating, with the same sandbox started
+//! through a `pre_exec` hook (a fork) beside; then the latency of `tools/call` inside each.
 //!
 //! `cargo build --profile dist -p paypedia && cargo build --profile dist -p mcp-bench && target/dist/bench-sandbox`
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
+use std::fs::File;
+use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcp::client::Confine;
-use mcp_bench::{median, report, sibling_binary, StdioProcess};
+use mcp::client::{Confine, StartOptions, Stderr};
+use mcp_bench::{median, report, sibling_binary};
 use mcp_sandbox::{Policy, Sandbox};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -25,16 +28,60 @@ enum Start<'a> {
     Plain,
     /// With an empty `pre_exec` hook, as the gateway and `mcp chat` start one (`fork`, then exec).
     Forked,
-    /// Inside the sandbox.
+    /// Inside the sandbox as the client starts it (`Confine::start`: no `fork`).
     Sandboxed(&'a Sandbox),
+    /// Inside the sandbox with its steps as a `pre_exec` hook (`fork`), as `mcp sandbox -- CMD`
+    /// and the doctor start one.
+    SandboxedForked(&'a Sandbox),
 }
 
-/// Time spent in `Sandbox::prepare` (the parent's share), summed.
+/// Time spent in `Sandbox::prepare` (the parent's share before the fork), summed.
 static PREPARE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Starts `path`; what the sandbox keeps lives as long as the process.
+/// A started server: its pipes, the process to reap, and what its sandbox keeps meanwhile.
+struct Server {
+    stdin: BufWriter<File>,
+    stdout: BufReader<File>,
+    process: Process,
+    kept: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+enum Process {
+    Child(Child),
+    Pid(u32),
+}
+
+impl Server {
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line
+    }
+
+    /// Closes its stdin, reaps it, then drops what its sandbox kept.
+    #[allow(unsafe_code)]
+    fn finish(self) {
+        drop(self.stdin);
+        match self.process {
+            Process::Child(mut child) => drop(child.wait()),
+            // SAFETY: waitpid on our own child, not yet reaped.
+            Process::Pid(pid) => unsafe {
+                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+            },
+        }
+        drop(self.kept);
+    }
+}
+
+/// Starts `path`.
 #[allow(unsafe_code)]
-fn start(path: &Path, how: Start<'_>) -> (StdioProcess, Option<Box<dyn std::any::Any + Send + Sync>>) {
+fn start(path: &Path, how: Start<'_>) -> Server {
     let mut command = Command::new(path);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
     let kept = match how {
@@ -45,6 +92,17 @@ fn start(path: &Path, how: Start<'_>) -> (StdioProcess, Option<Box<dyn std::any:
             None
         }
         Start::Sandboxed(sandbox) => {
+            let options = StartOptions { stderr: Stderr::Discard, own_process_group: false, die_with_parent: false };
+            let started = sandbox.start(&command, options).expect("Linux").expect("the sandbox applies on this kernel");
+            let (started, kept) = started;
+            return Server {
+                stdin: BufWriter::new(File::from(started.stdin)),
+                stdout: BufReader::new(File::from(started.stdout)),
+                process: Process::Pid(started.pid),
+                kept: Some(kept),
+            };
+        }
+        Start::SandboxedForked(sandbox) => {
             let started = Instant::now();
             let kept = sandbox.prepare(&mut command).expect("the sandbox applies on this kernel");
             PREPARE_NS.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
@@ -52,27 +110,26 @@ fn start(path: &Path, how: Start<'_>) -> (StdioProcess, Option<Box<dyn std::any:
         }
     };
     let mut child = command.spawn().expect("spawn");
-    let stdin = std::io::BufWriter::new(child.stdin.take().unwrap());
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    (StdioProcess { child, stdin, stdout }, kept)
+    let stdin = BufWriter::new(File::from(std::os::fd::OwnedFd::from(child.stdin.take().unwrap())));
+    let stdout = BufReader::new(File::from(std::os::fd::OwnedFd::from(child.stdout.take().unwrap())));
+    Server { stdin, stdout, process: Process::Child(child), kept }
 }
 
 /// Spawn to the `initialize` answer.
 fn to_initialize(path: &Path, how: Start<'_>) -> Duration {
     let started = Instant::now();
-    let (mut p, kept) = start(path, how);
+    let mut p = start(path, how);
     p.send(INIT);
     let answer = p.recv();
     let took = started.elapsed();
     assert!(answer.contains("\"id\":0") && answer.contains("protocolVersion"), "{answer}");
     p.finish();
-    drop(kept);
     took
 }
 
 /// Median `tools/call` round trip over `calls` sequential calls on one process.
 fn call_latency(path: &Path, how: Start<'_>, calls: usize) -> Duration {
-    let (mut p, kept) = start(path, how);
+    let mut p = start(path, how);
     p.send(INIT);
     p.recv();
     p.send(INITIALIZED);
@@ -86,7 +143,6 @@ fn call_latency(path: &Path, how: Start<'_>, calls: usize) -> Duration {
         })
         .collect();
     p.finish();
-    drop(kept);
     median(samples)
 }
 
@@ -96,20 +152,23 @@ fn main() {
     let sandbox = Sandbox::new(Policy::strict()).named("paypedia");
     println!("Landlock ABI {}; policy: {}", mcp_sandbox::landlock_abi(), sandbox.policy.summary());
     let boxed_start = Start::Sandboxed(&sandbox);
+    let forked_start = Start::SandboxedForked(&sandbox);
     for _ in 0..5 {
         to_initialize(&paypedia, Start::Plain);
         to_initialize(&paypedia, boxed_start);
+        to_initialize(&paypedia, forked_start);
     }
     PREPARE_NS.store(0, std::sync::atomic::Ordering::Relaxed);
     const RUNS: u32 = 60;
-    let (mut plain, mut forked, mut boxed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain, mut forked, mut boxed, mut boxed_forked) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         plain.push(to_initialize(&paypedia, Start::Plain));
         forked.push(to_initialize(&paypedia, Start::Forked));
         boxed.push(to_initialize(&paypedia, boxed_start));
+        boxed_forked.push(to_initialize(&paypedia, forked_start));
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let (plain, forked, boxed) = (median(plain), median(forked), median(boxed));
+    let (plain, forked, boxed, boxed_forked) = (median(plain), median(forked), median(boxed), median(boxed_forked));
     let prepare = PREPARE_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 / f64::from(RUNS) / 1e3;
     let ratio = boxed.as_secs_f64() / plain.as_secs_f64();
     let start_ok = ratio < 1.2;
@@ -123,9 +182,14 @@ fn main() {
         start_ok,
     );
     println!(
-        "  forked plain start (an empty pre_exec hook, as the gateway and mcp chat start servers): {:.0} us ({:.2} x); the sandbox's prepare in the parent: {prepare:.0} us on average",
+        "  forked plain start (an empty pre_exec hook, as the gateway and mcp chat start unsandboxed servers): {:.0} us ({:.2} x)",
         us(forked),
         forked.as_secs_f64() / plain.as_secs_f64()
+    );
+    println!(
+        "  sandboxed with a pre_exec hook (fork; as mcp sandbox -- CMD starts one): {:.0} us ({:.2} x); its prepare in the parent: {prepare:.0} us on average",
+        us(boxed_forked),
+        boxed_forked.as_secs_f64() / plain.as_secs_f64()
     );
     let (mut plain_calls, mut boxed_calls) = (Vec::new(), Vec::new());
     for _ in 0..5 {

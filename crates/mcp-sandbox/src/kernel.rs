@@ -45,13 +45,13 @@ pub struct ChildSetup {
 }
 
 /// Adds the setup to `command` as its `pre_exec` hook.
-pub fn install(command: &mut Command, mut setup: ChildSetup) {
+pub fn install(command: &mut Command, setup: ChildSetup) {
     // SAFETY: the hook runs in the child between fork and exec. It allocates nothing (every
     // buffer, path and program was made by the parent) and only makes system calls, which are
     // async-signal-safe; the ruleset and the filters are moved in and used once.
     unsafe {
         command.pre_exec(move || {
-            let result = confine(&mut setup);
+            let result = confine(&setup);
             if let Err((step, errno)) = result {
                 tell(setup.report.as_raw_fd(), step, errno);
                 return Err(io::Error::from_raw_os_error(errno));
@@ -61,7 +61,8 @@ pub fn install(command: &mut Command, mut setup: ChildSetup) {
     }
 }
 
-type Step = Result<(), (&'static str, i32)>;
+/// A step done, or the step that failed and its errno.
+pub type Step = Result<(), (&'static str, i32)>;
 
 fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EPERM)
@@ -76,7 +77,9 @@ fn check(ok: bool, step: &'static str) -> Step {
     }
 }
 
-fn confine(setup: &mut ChildSetup) -> Step {
+/// The child's steps. It changes nothing of `setup`: after a `fork` the child's memory is its
+/// own, but [`crate::launch`] runs it in a child that shares the parent's until `execve`.
+pub fn confine(setup: &ChildSetup) -> Step {
     if setup.die_with_parent {
         // SAFETY: prctl with integer arguments.
         check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == 0, "die with parent")?;
@@ -115,8 +118,10 @@ fn confine(setup: &mut ChildSetup) -> Step {
         set_limit(*resource, *limit)?;
     }
     drop_capabilities()?;
-    if let Some(ruleset) = setup.ruleset.take() {
-        ruleset.restrict_self().map_err(|_| ("Landlock", errno()))?;
+    if let Some(ruleset) = &setup.ruleset {
+        // A duplicate (dup(2) and a copy on the stack) is used up, the parent's stays whole.
+        let own = ruleset.try_clone().map_err(|e| ("Landlock", e.raw_os_error().unwrap_or(libc::EBADF)))?;
+        own.restrict_self().map_err(|_| ("Landlock", errno()))?;
     }
     // SAFETY: prctl with integer arguments (Landlock set it already; seccomp needs it).
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0, "no_new_privs")?;
@@ -363,7 +368,7 @@ fn drop_capabilities() -> Step {
 }
 
 /// Writes `step: errno` to the report pipe (no allocation: digits on the stack).
-fn tell(fd: RawFd, step: &str, errno: i32) {
+pub fn tell(fd: RawFd, step: &str, errno: i32) {
     let mut digits = [0u8; 12];
     let mut n = errno.unsigned_abs();
     let mut i = digits.len();

@@ -28,6 +28,8 @@ pub mod journal;
 #[cfg(target_os = "linux")]
 mod kernel;
 #[cfg(target_os = "linux")]
+mod launch;
+#[cfg(target_os = "linux")]
 pub mod learn;
 #[cfg(target_os = "linux")]
 pub mod observe;
@@ -199,6 +201,11 @@ impl Confine for Sandbox {
             let _ = command;
             Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "the sandbox needs Linux"))
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn start(&self, command: &Command, options: mcp::client::StartOptions) -> Option<mcp::client::StartResult> {
+        Some(spawn::start(self, command, options))
     }
 
     fn describe(&self) -> String {

@@ -2,7 +2,7 @@
 //! replaced, the proxy started, and the child's steps added to the command.
 
 use std::any::Any;
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 use crate::cgroup::PidsCgroup;
 use crate::filter::{self, Options};
 use crate::kernel::{self, ChildSetup};
+use crate::launch::{ErrorOutput, Exec};
 use crate::plan::{Launch, Plan};
 use crate::policy::{Limits, Network};
 use crate::proxy::{self, Proxy};
@@ -19,6 +20,7 @@ use crate::rules::{self, Grants, Support};
 use crate::spare::Spare;
 use crate::Sandbox;
 use landlock::RulesetCreated;
+use mcp::client::{StartOptions, StartResult, Started, Stderr};
 
 /// What lives as long as the process: its private temporary directory (removed after it), the
 /// proxy, and the pipe a failing step reports on. Dropped (the process is gone), it makes ahead
@@ -149,12 +151,74 @@ fn refusal(text: String) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, text)
 }
 
-/// Prepares `command` to start inside `sandbox`.
+/// Prepares `command` to start inside `sandbox` (the steps as its `pre_exec` hook: it will fork).
 pub fn prepare(sandbox: &Sandbox, command: &mut Command) -> io::Result<Box<dyn Any + Send + Sync>> {
     Ok(Box::new(guarded(sandbox, command, false)?))
 }
 
+/// Starts `command` inside `sandbox` without `fork` ([`crate::launch`]).
+pub fn start(sandbox: &Sandbox, command: &Command, options: StartOptions) -> StartResult {
+    let launch = launch_of(command);
+    let (guard, setup, env) = confined(sandbox, launch.clone(), options.die_with_parent)?;
+    let exec = exec_of(&launch, &env, options)?;
+    let launched = crate::launch::launch(&setup, &exec).map_err(|e| explain(&guard, e))?;
+    drop(setup); // the child's ends and the ruleset, ours no longer needed
+    let started =
+        Started { pid: launched.pid, stdin: launched.stdin, stdout: launched.stdout, stderr: launched.stderr };
+    Ok((started, Box::new(guard)))
+}
+
+/// What `execve` is given for `launch` with the environment `env`: the program found on the
+/// environment's `PATH` (as `Command` finds it), its name as the first argument.
+fn exec_of(launch: &Launch, env: &[(OsString, OsString)], options: StartOptions) -> io::Result<Exec> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let text = |s: &[u8]| {
+        CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the command"))
+    };
+    let cwd = match &launch.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
+    let path = crate::plan::find_program(&launch.program, path_var, &cwd)
+        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+    let mut argv = vec![text(launch.program.as_bytes())?];
+    for arg in &launch.args {
+        argv.push(text(arg.as_bytes())?);
+    }
+    let mut envp = Vec::with_capacity(env.len());
+    for (key, value) in env {
+        envp.push(text(&[key.as_bytes(), b"=", value.as_bytes()].concat())?);
+    }
+    Ok(Exec {
+        path: text(path.as_os_str().as_bytes())?,
+        argv,
+        envp,
+        cwd: launch.cwd.as_ref().map(|dir| text(dir.as_os_str().as_bytes())).transpose()?,
+        stderr: match options.stderr {
+            Stderr::Capture => ErrorOutput::Pipe,
+            Stderr::Inherit => ErrorOutput::Inherit,
+            Stderr::Discard => ErrorOutput::Null,
+        },
+        process_group: options.own_process_group,
+    })
+}
+
+/// `command` made ready to start inside `sandbox` with the steps as its `pre_exec` hook.
 fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> io::Result<Guard> {
+    let (guard, setup, env) = confined(sandbox, launch_of(command), die_with_parent)?;
+    command.env_clear();
+    command.envs(env);
+    kernel::install(command, setup);
+    Ok(guard)
+}
+
+/// A process's whole environment.
+type Environment = Vec<(OsString, OsString)>;
+
+/// What a start inside `sandbox` needs: what lives as long as the process, what its child does
+/// before `execve`, and its whole environment.
+fn confined(sandbox: &Sandbox, launch: Launch, die_with_parent: bool) -> io::Result<(Guard, ChildSetup, Environment)> {
     let learning_policy;
     let policy = if sandbox.learning {
         // Every host, through the proxy that notes its name.
@@ -177,7 +241,6 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
             eprintln!("mcp sandbox: {}: bestEffort: running without {part}", sandbox.name);
         }
     }
-    let launch = launch_of(command);
     let ForStart { plan, grants, shared_tmp, spares } = prepared(sandbox, policy, launch, support)?;
     // A spare removed since it was made (a cleaner of old files in /tmp) is made anew.
     let (tmp, ruleset) = match spares.as_ref().and_then(|s| s.tmp.take()).filter(|(t, _)| t.path().is_dir()) {
@@ -196,11 +259,9 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
     let options =
         Options { refuse_unix_sockets: !support.unix_sockets(), refuse_datagrams: policy.network != Network::Any };
     let filters = programs(options).map_err(io::Error::other)?;
-    command.env_clear();
-    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
-    for key in ["TMPDIR", "TMP", "TEMP"] {
-        command.env(key, tmp.path());
-    }
+    const TMP_VARS: [&str; 3] = ["TMPDIR", "TMP", "TEMP"];
+    let mut env: Environment = plan.env.iter().filter(|(k, _)| !TMP_VARS.iter().any(|t| k == t)).cloned().collect();
+    env.extend(TMP_VARS.iter().map(|key| (OsString::from(key), tmp.path().as_os_str().to_owned())));
     let (uid, gid) = kernel::ids();
     let user_maps = Some((format!("{uid} {uid} 1").into_bytes(), format!("{gid} {gid} 1").into_bytes()));
     let (proxy, proxy_socket) = match &policy.network {
@@ -245,10 +306,9 @@ fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> i
         cgroup_procs: cgroup.as_ref().map(|c| c.procs.clone()),
         observer,
     };
-    kernel::install(command, setup);
     let processes = policy.limits.processes.filter(|_| cgroup.is_some());
     let ahead = spares.map(|spares| Ahead { spares, grants, cgroup: processes });
-    Ok(Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, shared_tmp, ahead })
+    Ok((Guard { _proxy: proxy, _cgroup: cgroup, report, _tmp: tmp, shared_tmp, ahead }, setup, env))
 }
 
 /// A private temporary directory under `shared_tmp`, and the Landlock ruleset of `grants` with it.

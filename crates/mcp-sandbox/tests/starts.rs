@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use mcp::client::Confine as _;
+use mcp::client::{Confine as _, StartOptions, Stderr};
 use mcp_sandbox::{Policy, Sandbox};
 
 /// Starts `sh` inside `sandbox`; returns the TMPDIR it was given and whether that directory
@@ -103,4 +103,54 @@ fn a_process_cannot_reach_its_neighbour_s_private_tmp() {
     drop(holder_in);
     let _ = holder.wait();
     drop(kept_holder);
+}
+
+/// Reaps `pid`, a child started by `Confine::start`; its exit status.
+#[allow(unsafe_code)]
+fn reap(pid: u32) -> i32 {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a live status word.
+    unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+    status
+}
+
+/// Started by the sandbox itself (no fork: as the client starts a sandboxed server), a process
+/// is confined the same, its pipes and environment are what they should be, and a start that
+/// cannot happen says why.
+#[test]
+fn a_process_started_without_fork_is_confined_the_same_and_its_failures_are_named() {
+    use std::io::{Read as _, Write as _};
+    let sandbox = Sandbox::new(Policy::strict()).named("started");
+    let options = StartOptions { stderr: Stderr::Capture, own_process_group: false, die_with_parent: false };
+    let mut command = Command::new("/bin/sh");
+    command.args([
+        "-c",
+        r#"read -r line; echo "got $line"; echo "tmp $TMPDIR"
+        while read -r key value; do case $key in CapEff:|NoNewPrivs:) echo "$key $value";; esac; done < /proc/self/status
+        (read -r first < /etc/shadow) 2>/dev/null || echo "shadow refused"
+        echo "to stderr" >&2"#,
+    ]);
+    let (started, kept) = sandbox.start(&command, options).expect("Linux").expect("the sandbox applies on this kernel");
+    let mut stdin = std::fs::File::from(started.stdin);
+    writeln!(stdin, "hello").expect("it reads");
+    drop(stdin);
+    let (mut out, mut err) = (String::new(), String::new());
+    std::fs::File::from(started.stdout).read_to_string(&mut out).expect("its stdout");
+    std::fs::File::from(started.stderr.expect("captured")).read_to_string(&mut err).expect("its stderr");
+    assert_eq!(reap(started.pid), 0, "{out}{err}");
+    drop(kept);
+    assert!(out.contains("got hello\n"), "{out}");
+    let tmp = out.lines().find_map(|l| l.strip_prefix("tmp ")).unwrap_or_default();
+    assert!(tmp.contains("/mcp-sandbox-"), "TMPDIR is its private directory: {out}");
+    assert!(out.contains("CapEff: 0000000000000000") && out.contains("NoNewPrivs: 1"), "{out}");
+    assert!(out.contains("shadow refused"), "{out}");
+    assert_eq!(err, "to stderr\n");
+
+    let missing = Command::new("/nonexistent/program");
+    let error = sandbox.start(&missing, options).expect("Linux").expect_err("no such program");
+    assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
+    let mut elsewhere = Command::new("/bin/sh");
+    elsewhere.arg("-c").arg("true").current_dir("/nonexistent-directory");
+    let error = sandbox.start(&elsewhere, options).expect("Linux").expect_err("no such directory");
+    assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
 }

@@ -22,6 +22,7 @@ mod core;
 mod headers;
 #[cfg(feature = "client-http")]
 pub(crate) mod http;
+mod process;
 pub mod skills;
 #[cfg(feature = "client-http")]
 pub mod sse;
@@ -47,7 +48,8 @@ use serde_json::{json, Value};
 
 use self::core::Core;
 pub use self::core::{question_tag, tagged, Direction};
-pub use stdio::{Confine, Confinement, ServerProcess, Stderr, StdioCommand};
+pub use process::Started;
+pub use stdio::{Confine, Confinement, ServerProcess, StartOptions, StartResult, Stderr, StdioCommand};
 pub use tasks::{TaskInfo, ToolCall};
 
 use crate::error::Error;

@@ -10,7 +10,7 @@ use std::any::Any;
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use crate::engine::fd::{reader_for, writer_for};
 use crate::engine::lines::{Frame, LineReader};
 
 use super::core::{Core, Sender};
+use super::process::{Process, Started};
 use crate::error::Error;
 use crate::util::BoxFuture;
 
@@ -60,6 +61,29 @@ pub trait Confine: Send + Sync + fmt::Debug {
     fn refused(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Starts the process itself instead of [`Confine::prepare`] and `Command::spawn` (a sandbox
+    /// on Linux: without the `fork` that `Command` makes when it has a hook to run, which copies
+    /// this whole process first): `command`'s program, arguments, working directory and
+    /// explicit environment, stdin and stdout piped, the rest as `options` say; with what lives
+    /// as long as the process. `None` (the default): it does not.
+    fn start(&self, command: &Command, options: StartOptions) -> Option<StartResult> {
+        let _ = (command, options);
+        None
+    }
+}
+
+/// What [`Confine::start`] returns: the process, and what lives as long as it.
+pub type StartResult = std::io::Result<(Started, Box<dyn Any + Send + Sync>)>;
+
+/// How a [`Confine`] that starts processes itself ([`Confine::start`]) starts one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartOptions {
+    /// Where its stderr goes.
+    pub stderr: Stderr,
+    /// In a process group of its own ([`StdioCommand::own_process_group`]).
+    pub own_process_group: bool,
+    /// Killed when the thread that started it ends ([`StdioCommand::die_with_parent`]).
+    pub die_with_parent: bool,
 }
 
 /// A [`Confine`] shared by every copy of a command.
@@ -160,6 +184,17 @@ impl StdioCommand {
         let cannot = |e: std::io::Error| {
             Error::from(std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", self.program)))
         };
+        if let Some(confine) = &self.confine {
+            let options = StartOptions {
+                stderr: self.stderr,
+                own_process_group: self.own_process_group,
+                die_with_parent: self.die_with_parent,
+            };
+            if let Some(started) = confine.0.start(&cmd, options) {
+                let (started, guard) = started.map_err(cannot)?;
+                return Ok(ServerProcess { command: self.clone(), child: Some(started.into()), guard: Some(guard) });
+            }
+        }
         let guard = match &self.confine {
             Some(confine) => Some(confine.0.prepare(&mut cmd).map_err(cannot)?),
             None => None,
@@ -169,7 +204,7 @@ impl StdioCommand {
             (Err(e), Some(confine), Some(kept)) => return Err(cannot(confine.0.explain(kept.as_ref(), e))),
             (Err(e), ..) => return Err(cannot(e)),
         };
-        Ok(ServerProcess { command: self.clone(), child: Some(child), guard })
+        Ok(ServerProcess { command: self.clone(), child: Some(Process::Std(child)), guard })
     }
 
     /// Adds arguments.
@@ -187,7 +222,7 @@ impl StdioCommand {
 
 /// A child process and what its [`Confine`] keeps while it runs (dropped after the child ends).
 pub(crate) struct Running {
-    child: Child,
+    child: Process,
     _guard: Option<Box<dyn Any + Send + Sync>>,
 }
 
@@ -245,7 +280,7 @@ impl Sender for StdioSender {
 
 /// Waits (up to `limit`) until `child` exits, through a Linux pidfd; `false` if none is available.
 #[allow(unsafe_code)]
-async fn exit_watch(child: &Child, limit: Duration) -> bool {
+async fn exit_watch(child: &Process, limit: Duration) -> bool {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::FromRawFd;
@@ -303,11 +338,10 @@ impl Drop for StdioSender {
     }
 }
 
-/// Kills and reaps a child.
 /// Whether `child` exits by `deadline` (looked at every millisecond).
-async fn exited_by(child: &mut Child, deadline: Instant) -> bool {
+async fn exited_by(child: &mut Process, deadline: Instant) -> bool {
     loop {
-        if let Ok(Some(_)) = child.try_wait() {
+        if child.has_exited() {
             return true;
         }
         if Instant::now() >= deadline {
@@ -318,30 +352,23 @@ async fn exited_by(child: &mut Child, deadline: Instant) -> bool {
 }
 
 /// Asks `child` to stop (SIGTERM).
-#[allow(unsafe_code)]
-fn terminate(child: &Child) {
+fn terminate(child: &Process) {
     #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) with a pid and a signal number touches no memory of ours; the child is
-        // not yet reaped (try_wait said it runs), so the pid is still its own.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
+    super::process::signal(child.id(), libc::SIGTERM);
     #[cfg(not(unix))]
     let _ = child;
 }
 
-fn end(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+/// Kills and reaps a child.
+fn end(child: &mut Process) {
+    child.end();
 }
 
 /// A started server process, not yet connected. Dropped unconnected, it is killed and reaped.
 pub struct ServerProcess {
     command: StdioCommand,
     /// Taken by [`start`].
-    child: Option<Child>,
+    child: Option<Process>,
     /// What the command's [`Confine`] keeps for as long as the process runs.
     guard: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -370,11 +397,11 @@ impl Drop for ServerProcess {
 /// Wires a started process to `core`: its pipes are driven by the reactor (no blocking threads).
 pub(crate) fn start(core: &Arc<Core>, mut process: ServerProcess) -> Result<(), Error> {
     let mut child = process.child.take().ok_or_else(Error::closed)?;
-    let stdin = writer_for(OwnedFd::from(child.stdin.take().ok_or_else(Error::closed)?))?;
-    let stdout = reader_for(OwnedFd::from(child.stdout.take().ok_or_else(Error::closed)?))?;
+    let (stdin, stdout, stderr) = child.take_pipes().ok_or_else(Error::closed)?;
+    let (stdin, stdout) = (writer_for(stdin)?, reader_for(stdout)?);
     let captured = Arc::new(Mutex::new(String::new()));
-    if let Some(stderr) = child.stderr.take() {
-        capture_stderr(reader_for(OwnedFd::from(stderr))?, captured.clone());
+    if let Some(stderr) = stderr {
+        capture_stderr(reader_for(stderr)?, captured.clone());
     }
     start_streams(core, stdout, stdin, Some(Running { child, _guard: process.guard.take() }), captured);
     Ok(())
