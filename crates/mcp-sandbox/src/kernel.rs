@@ -1,13 +1,14 @@
-//! What the child does between fork and exec, and the few raw system calls around it: the only
-//! unsafe code of the crate.
+//! What the child does before `execve`, and the few raw system calls around it: with
+//! [`crate::launch`], the only unsafe code of the crate.
 //!
-//! Everything is decided and allocated in the parent ([`ChildSetup`]); after the fork the child
-//! only makes system calls, in this order: a user namespace of its own (its uid and gid mapped to
+//! Everything is decided and allocated in the parent ([`ChildSetup`]); the child (after a `fork`,
+//! or made by [`crate::launch`] sharing the parent's memory) only makes system calls, allocates
+//! and frees nothing, changes nothing of its setup and must not panic, in this order: a user namespace of its own (its uid and gid mapped to
 //! themselves), with a network namespace when the network goes through the proxy (loopback up, the
 //! proxy's listening socket opened there and handed to the parent); resource limits; every
 //! capability dropped; Landlock (`no_new_privs` with it); the seccomp filters last. A step that
 //! fails writes its name and errno to a pipe the parent reads, so the refusal names it.
-#![allow(unsafe_code)] // fork-to-exec system calls; each block says why it is sound.
+#![allow(unsafe_code)] // the child's system calls before execve; each block says why it is sound.
 
 use std::ffi::CStr;
 use std::io;
@@ -29,7 +30,7 @@ pub struct ChildSetup {
     pub proxy_socket: Option<OwnedFd>,
     /// `(resource, limit)` pairs for `setrlimit`.
     pub limits: Vec<(libc::__rlimit_resource_t, u64)>,
-    /// The Landlock ruleset, applied once.
+    /// The Landlock ruleset (each child restricts itself with a duplicate).
     pub ruleset: Option<RulesetCreated>,
     /// The seccomp filters (compiled once per process, shared by every start).
     pub filters: std::sync::Arc<Vec<crate::filter::Program>>,
@@ -48,7 +49,7 @@ pub struct ChildSetup {
 pub fn install(command: &mut Command, setup: ChildSetup) {
     // SAFETY: the hook runs in the child between fork and exec. It allocates nothing (every
     // buffer, path and program was made by the parent) and only makes system calls, which are
-    // async-signal-safe; the ruleset and the filters are moved in and used once.
+    // async-signal-safe; the ruleset is duplicated, the filters are read.
     unsafe {
         command.pre_exec(move || {
             let result = confine(&setup);

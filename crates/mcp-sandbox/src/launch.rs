@@ -6,7 +6,9 @@
 //! exited) before it goes on.
 //!
 //! What the child may do is therefore narrow: system calls on data the parent prepared, nothing
-//! allocated or freed, nothing of the shared memory changed but the one result word. It resets
+//! allocated or freed, no panic, and of the shared memory only the one result word changed (and
+//! what libc keeps for the calling thread, errno and its cancellation state, which that thread
+//! does not use until the child is gone). It resets
 //! the signal handlers it inherited (they are the parent's, and would run on its memory), sets
 //! up its stdin, stdout and stderr, its process group and directory, runs [`kernel::confine`]
 //! (which changes nothing of its setup) and calls `execve`. The parent blocks every signal for
@@ -47,6 +49,9 @@ pub struct Exec {
     pub stderr: ErrorOutput,
     /// In a process group of its own.
     pub process_group: bool,
+    /// What runs a program `execve` refuses as not one (`ENOEXEC`: a script without `#!`), as
+    /// `execvp` does: `/bin/sh` with the program's path and its arguments.
+    pub shell_argv: Vec<CString>,
 }
 
 /// A started child: its pid and our ends of its pipes.
@@ -67,6 +72,7 @@ struct ChildArgs<'a> {
     setup: &'a ChildSetup,
     path: *const libc::c_char,
     argv: *const *const libc::c_char,
+    shell_argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
     /// Its stdin, stdout and stderr to be (-1: left as they are).
@@ -78,7 +84,9 @@ struct ChildArgs<'a> {
     failed: i32,
 }
 
-/// The child's stack: mapped for it, unmapped once the child has left it (`clone` returned).
+/// The child's stack: mapped for it, its lowest page left inaccessible (an overflow faults
+/// instead of writing into the memory below, which the parent shares), unmapped once the child
+/// has left it (`clone` returned).
 struct Stack {
     base: *mut libc::c_void,
     size: usize,
@@ -86,6 +94,7 @@ struct Stack {
 
 impl Stack {
     const SIZE: usize = 256 * 1024;
+    const GUARD: usize = 4096;
 
     fn new() -> io::Result<Stack> {
         // SAFETY: a private anonymous mapping of our own; no memory of ours is touched.
@@ -102,7 +111,12 @@ impl Stack {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Stack { base, size: Self::SIZE })
+        let stack = Stack { base, size: Self::SIZE };
+        // SAFETY: the first page of the mapping just made.
+        if unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
     }
 
     /// Its top, where a stack that grows down starts.
@@ -146,6 +160,8 @@ pub fn launch(setup: &ChildSetup, exec: &Exec) -> io::Result<Launched> {
     };
     let argv: Vec<*const libc::c_char> =
         exec.argv.iter().map(|a| a.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    let shell_argv: Vec<*const libc::c_char> =
+        exec.shell_argv.iter().map(|a| a.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let envp: Vec<*const libc::c_char> =
         exec.envp.iter().map(|e| e.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
     let stack = Stack::new()?;
@@ -154,6 +170,7 @@ pub fn launch(setup: &ChildSetup, exec: &Exec) -> io::Result<Launched> {
         setup,
         path: exec.path.as_ptr(),
         argv: argv.as_ptr(),
+        shell_argv: shell_argv.as_ptr(),
         envp: envp.as_ptr(),
         cwd: exec.cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         fds: [
@@ -169,7 +186,8 @@ pub fn launch(setup: &ChildSetup, exec: &Exec) -> io::Result<Launched> {
     // none is handled in the child before it resets the handlers. clone runs `child` on the
     // stack mapped for it, sharing our memory; CLONE_VFORK holds this thread until the child has
     // called execve or exited, so `args`, `argv`, `envp`, `exec`, `setup` and the stack outlive
-    // its use of them. The child writes only `args.failed`, read after clone returns.
+    // its use of them. Of ours the child writes `args.failed` (read after clone returns) and this
+    // thread's errno (read only when clone failed, before the child existed).
     let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
@@ -190,8 +208,13 @@ pub fn launch(setup: &ChildSetup, exec: &Exec) -> io::Result<Launched> {
     drop(stack);
     let failed = args.failed;
     if failed != 0 {
-        // SAFETY: waitpid on the child just made, which has exited (it failed before execve).
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        loop {
+            // SAFETY: waitpid on the child just made, which has exited (it failed before execve).
+            let reaped = unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+            if reaped >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
         return Err(io::Error::from_raw_os_error(failed));
     }
     Ok(Launched { pid: pid as u32, stdin: stdin_ours, stdout: stdout_ours, stderr: stderr_ours })
@@ -201,7 +224,11 @@ pub fn launch(setup: &ChildSetup, exec: &Exec) -> io::Result<Launched> {
 extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's ChildArgs, alive while the parent waits (CLONE_VFORK).
     let args = unsafe { &mut *arg.cast::<ChildArgs>() };
-    args.failed = steps(args);
+    // A failure whose errno is 0 (a short write) is still a failure.
+    args.failed = match steps(args) {
+        0 => libc::EIO,
+        errno => errno,
+    };
     // SAFETY: _exit ends the child without running anything of the parent's (no atexit, no
     // destructors, no buffers flushed).
     unsafe { libc::_exit(127) }
@@ -257,6 +284,13 @@ fn steps(args: &ChildArgs<'_>) -> i32 {
         return errno;
     }
     // SAFETY: execve with NUL-terminated strings and null-terminated arrays of them.
-    unsafe { libc::execve(args.path, args.argv, args.envp) };
+    unsafe {
+        libc::execve(args.path, args.argv, args.envp);
+        if errno() == libc::ENOEXEC {
+            libc::execve(c"/bin/sh".as_ptr(), args.shell_argv, args.envp);
+            // What is said is why the program itself could not run.
+            return libc::ENOEXEC;
+        }
+    }
     errno()
 }

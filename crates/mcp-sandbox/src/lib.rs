@@ -1,8 +1,9 @@
 //! Local MCP servers in a kernel sandbox: a server started by the client library (and so by every
 //! `mcp` command) gets only what its policy grants.
 //!
-//! The sandbox is applied in the child between fork and exec, so the parent (the `mcp` process,
-//! the gateway, the host) stays unconfined and pays no extra process: a user namespace of the
+//! The sandbox is applied in the child before it calls `execve` (a child made without `fork` when
+//! the client starts it, [`launch`]; after a `fork` through a `pre_exec` hook otherwise), so the
+//! parent (the `mcp` process, the gateway, the host) stays unconfined and pays no extra process: a user namespace of the
 //! server's own (its processes counted apart, every capability dropped), resource limits,
 //! Landlock for the file system (read, write, execute, truncate, device ioctl), TCP (bind,
 //! connect) and the scoping of signals and abstract UNIX sockets, `no_new_privs`, and seccomp

@@ -178,8 +178,13 @@ pub fn find_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) -> Op
         let path = cwd.join(program);
         return path.exists().then_some(path);
     }
+    // As execvp: the first file there that may be run.
+    let runnable = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt as _;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     let path_var = path_var.map(OsStr::to_owned).or_else(|| std::env::var_os("PATH"))?;
-    std::env::split_paths(&path_var).map(|dir| cwd.join(dir).join(program)).find(|p| p.is_file())
+    std::env::split_paths(&path_var).map(|dir| cwd.join(dir).join(program)).find(|p| runnable(p))
 }
 
 /// The interpreter a script names on its `#!` line (`/usr/bin/env NAME` looked up on `PATH`).

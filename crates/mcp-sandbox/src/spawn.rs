@@ -175,32 +175,40 @@ fn exec_of(launch: &Launch, env: &[(OsString, OsString)], options: StartOptions)
     let text = |s: &[u8]| {
         CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the command"))
     };
+    // The child changes to its directory before execve: a relative one, and the program found
+    // from it, are made absolute first (from ours, as Command's child would resolve them).
     let cwd = match &launch.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
+        Some(dir) if dir.is_absolute() => Some(dir.clone()),
+        Some(dir) => Some(std::env::current_dir()?.join(dir)),
+        None => None,
     };
+    let lookup_dir = cwd.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| "/".into());
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
-    let path = crate::plan::find_program(&launch.program, path_var, &cwd)
+    let path = crate::plan::find_program(&launch.program, path_var, &lookup_dir)
         .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+    let path = text(path.as_os_str().as_bytes())?;
     let mut argv = vec![text(launch.program.as_bytes())?];
     for arg in &launch.args {
         argv.push(text(arg.as_bytes())?);
     }
+    let mut shell_argv = vec![text(b"/bin/sh")?, path.clone()];
+    shell_argv.extend(argv[1..].iter().cloned());
     let mut envp = Vec::with_capacity(env.len());
     for (key, value) in env {
         envp.push(text(&[key.as_bytes(), b"=", value.as_bytes()].concat())?);
     }
     Ok(Exec {
-        path: text(path.as_os_str().as_bytes())?,
+        path,
         argv,
         envp,
-        cwd: launch.cwd.as_ref().map(|dir| text(dir.as_os_str().as_bytes())).transpose()?,
+        cwd: cwd.map(|dir| text(dir.as_os_str().as_bytes())).transpose()?,
         stderr: match options.stderr {
             Stderr::Capture => ErrorOutput::Pipe,
             Stderr::Inherit => ErrorOutput::Inherit,
             Stderr::Discard => ErrorOutput::Null,
         },
         process_group: options.own_process_group,
+        shell_argv,
     })
 }
 

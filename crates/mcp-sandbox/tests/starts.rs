@@ -146,6 +146,22 @@ fn a_process_started_without_fork_is_confined_the_same_and_its_failures_are_name
     assert!(out.contains("shadow refused"), "{out}");
     assert_eq!(err, "to stderr\n");
 
+    // A relative working directory and a program named from it resolve as Command resolves
+    // them; a script without `#!` runs through /bin/sh, as execvp runs it.
+    let here = tempfile::Builder::new().prefix("started-").tempdir_in(".").expect("a directory here");
+    let script = here.path().join("run");
+    std::fs::write(&script, "echo \"ran in $(pwd)\"\n").expect("the script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("runnable");
+    let mut relative = Command::new("./run");
+    relative.current_dir(here.path().file_name().expect("a name"));
+    let (started, kept) = sandbox.start(&relative, options).expect("Linux").expect("./run starts");
+    let mut out = String::new();
+    std::fs::File::from(started.stdout).read_to_string(&mut out).expect("its stdout");
+    assert_eq!(reap(started.pid), 0, "{out}");
+    drop(kept);
+    let expected = format!("ran in {}\n", here.path().canonicalize().unwrap().display());
+    assert_eq!(out, expected);
+
     let missing = Command::new("/nonexistent/program");
     let error = sandbox.start(&missing, options).expect("Linux").expect_err("no such program");
     assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");

@@ -83,6 +83,16 @@ impl Process {
     }
 }
 
+impl Drop for Process {
+    /// A process dropped before it was reaped (a start abandoned half-way, a close cancelled) is
+    /// ended and reaped: none runs on without what its `Confine` kept, none stays a zombie.
+    fn drop(&mut self) {
+        if !self.has_exited() {
+            self.end();
+        }
+    }
+}
+
 #[cfg(unix)]
 const SIGKILL: i32 = libc::SIGKILL;
 #[cfg(not(unix))]

@@ -44,15 +44,16 @@ pub enum Stderr {
 
 /// Something done to a server process as it starts: a sandbox (the `mcp` command's is the
 /// `mcp-stack-sandbox` crate). [`StdioCommand::spawn`] hands it the command just before the
-/// process is started, so it can change the environment and add what the child does between
-/// fork and exec; what it returns lives as long as the process (a private directory, a proxy).
+/// process is started: it starts the process itself ([`Confine::start`]), or changes the
+/// environment and adds what the child does before exec ([`Confine::prepare`]); what it returns
+/// lives as long as the process (a private directory, a proxy).
 pub trait Confine: Send + Sync + fmt::Debug {
     /// Prepares `command`; an error stops the start, its text said as the reason.
     fn prepare(&self, command: &mut Command) -> std::io::Result<Box<dyn Any + Send + Sync>>;
     /// What it does, in a line (two commands are the same server only if these are equal too).
     fn describe(&self) -> String;
     /// The error of a start that failed after [`Confine::prepare`], told with what `kept` knows
-    /// (which step of the confinement failed).
+    /// (which step of the confinement failed). [`Confine::start`] tells its own errors so.
     fn explain(&self, kept: &(dyn Any + Send + Sync), error: std::io::Error) -> std::io::Error {
         let _ = kept;
         error
@@ -64,8 +65,10 @@ pub trait Confine: Send + Sync + fmt::Debug {
     /// Starts the process itself instead of [`Confine::prepare`] and `Command::spawn` (a sandbox
     /// on Linux: without the `fork` that `Command` makes when it has a hook to run, which copies
     /// this whole process first): `command`'s program, arguments, working directory and
-    /// explicit environment, stdin and stdout piped, the rest as `options` say; with what lives
-    /// as long as the process. `None` (the default): it does not.
+    /// explicit environment, stdin and stdout piped, the rest as `options` say (the command's
+    /// own stdio, hooks, `arg0` and ids are not looked at); with what lives as long as the
+    /// process, which the caller drops only once it has reaped the process. `None` (the
+    /// default): it does not.
     fn start(&self, command: &Command, options: StartOptions) -> Option<StartResult> {
         let _ = (command, options);
         None
@@ -222,6 +225,7 @@ impl StdioCommand {
 
 /// A child process and what its [`Confine`] keeps while it runs (dropped after the child ends).
 pub(crate) struct Running {
+    /// Before `_guard`: dropped first.
     child: Process,
     _guard: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -254,22 +258,25 @@ impl Sender for StdioSender {
         let mut closed = self.stdout_closed.clone();
         Box::pin(async move {
             drop(tx); // the writer task ends, closing the child's stdin
-            let Some(Running { mut child, _guard }) = child else { return };
+                      // Kept whole: dropped (this future ending or cancelled), the process goes before
+                      // what its Confine kept.
+            let Some(mut running) = child else { return };
+            let child = &mut running.child;
             // As the spec's stdio lifecycle says: up to 2 s for the child to exit on its own,
             // then SIGTERM and up to 1 s more, then kill it. A pidfd says the moment it exits;
             // without one, its stdout closing says when to start looking.
             let deadline = Instant::now() + Duration::from_secs(2);
-            if !exit_watch(&child, Duration::from_secs(2)).await {
+            if !exit_watch(child, Duration::from_secs(2)).await {
                 let _ = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c)).await;
             }
-            if exited_by(&mut child, deadline).await {
+            if exited_by(child, deadline).await {
                 return;
             }
-            terminate(&child);
-            if exited_by(&mut child, Instant::now() + Duration::from_secs(1)).await {
+            terminate(child);
+            if exited_by(child, Instant::now() + Duration::from_secs(1)).await {
                 return;
             }
-            end(&mut child);
+            end(child);
         })
     }
 
