@@ -170,3 +170,45 @@ fn a_process_started_without_fork_is_confined_the_same_and_its_failures_are_name
     let error = sandbox.start(&elsewhere, options).expect("Linux").expect_err("no such directory");
     assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
 }
+
+/// Many sessions starting at once (a gateway's): eight threads start twenty-five processes each
+/// through one sandbox, without fork; every process gets a fresh, empty private directory that
+/// no other got, and nothing is left of any once it has ended.
+#[test]
+fn eight_threads_starting_at_once_each_get_a_fresh_directory_of_their_own() {
+    use std::io::Read as _;
+    let sandbox = std::sync::Arc::new(Sandbox::new(Policy::strict()).named("at-once"));
+    let options = StartOptions { stderr: Stderr::Discard, own_process_group: false, die_with_parent: true };
+    let threads: Vec<_> = (0..8)
+        .map(|thread| {
+            let sandbox = sandbox.clone();
+            std::thread::spawn(move || {
+                let mut given = Vec::new();
+                for start in 0..25 {
+                    let mut command = Command::new("/bin/sh");
+                    command.args(["-c", r#"echo "$TMPDIR"; touch "$TMPDIR/mine"; ls -A "$TMPDIR""#]);
+                    let (started, kept) = sandbox
+                        .start(&command, options)
+                        .expect("Linux")
+                        .unwrap_or_else(|e| panic!("thread {thread}, start {start}: {e}"));
+                    drop(started.stdin);
+                    let mut out = String::new();
+                    std::fs::File::from(started.stdout).read_to_string(&mut out).expect("its stdout");
+                    assert_eq!(reap(started.pid), 0, "{out}");
+                    drop(kept);
+                    let mut lines = out.lines();
+                    let dir = PathBuf::from(lines.next().unwrap_or_default());
+                    assert_eq!(lines.collect::<Vec<_>>(), ["mine"], "not empty at the start: {out}");
+                    assert!(!dir.exists(), "{} outlived its process", dir.display());
+                    given.push(dir);
+                }
+                given
+            })
+        })
+        .collect();
+    let mut given: Vec<PathBuf> = threads.into_iter().flat_map(|t| t.join().expect("no thread panics")).collect();
+    let starts = given.len();
+    given.sort();
+    given.dedup();
+    assert_eq!(given.len(), starts, "a directory was given twice");
+}
