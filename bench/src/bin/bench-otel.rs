@@ -18,7 +18,8 @@
 //! cargo build --profile dist -p mcp-example -p mcp-bench && target/dist/bench-otel
 //! ```
 //!
-//! `--otel-server PATH` names the build with telemetry elsewhere.
+//! `--otel-server PATH` names the build with telemetry elsewhere; `--rounds N` runs each
+//! measurement N times rather than 3 (the medians steady on a noisy machine).
 
 #![allow(clippy::print_stdout)] // a benchmark reports on stdout
 
@@ -33,7 +34,6 @@ use mcp_bench::{cpu_time, median, report, sibling_binary, time, StdioProcess};
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const ROUNDS: usize = 3;
 
 /// A collector on a loopback port that takes whatever is posted and answers 200.
 mod collector {
@@ -107,10 +107,9 @@ struct Figures {
     cpu_per_call: Duration,
 }
 
-/// Requests per second at 16 connections and the server's CPU per request, median of the
-/// rounds, per variant (the rounds interleaved, so that a noisy spell touches every variant
-/// alike).
-async fn http_throughput(variants: &[Variant]) -> Vec<Figures> {
+/// Requests per second at 16 connections and the server's CPU per request, per variant and
+/// round (the rounds interleaved, so that a noisy spell touches every variant alike).
+async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
     let servers: Vec<HttpProcess> = variants
         .iter()
         .map(|v| {
@@ -123,18 +122,35 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Figures> {
     for (server, request) in servers.iter().zip(&requests) {
         load(server.port, request, 4, Duration::from_millis(500)).await; // warm-up
     }
-    let mut rounds = vec![Vec::new(); servers.len()];
-    for _ in 0..ROUNDS {
+    let mut measured = vec![Vec::new(); servers.len()];
+    for _ in 0..rounds() {
         for (i, (server, request)) in servers.iter().zip(&requests).enumerate() {
             let cpu = cpu_time(server.child.id());
             let started = std::time::Instant::now();
             let per_second = load(server.port, request, 16, Duration::from_secs(1)).await;
             let calls = per_second * started.elapsed().as_secs_f64();
             let cpu_per_call = cpu_time(server.child.id()).saturating_sub(cpu).div_f64(calls.max(1.0));
-            rounds[i].push(Figures { per_second, cpu_per_call });
+            measured[i].push(Figures { per_second, cpu_per_call });
         }
     }
-    rounds.into_iter().map(median_figures).collect()
+    measured
+}
+
+/// Each variant's figures against the first's: the first's medians, and for the others the
+/// first's medians times the median of their ratios round by round (a noisy spell touches both
+/// figures of a round alike, so a round's ratio is steadier than either figure).
+fn paired(rounds: Vec<Vec<Figures>>) -> Vec<Figures> {
+    let base = median_figures(rounds[0].clone());
+    let ratio = |of: &[Figures], figure: fn(&Figures) -> f64| {
+        median_of(of.iter().zip(&rounds[0]).map(|(v, b)| figure(v) / figure(b)).collect())
+    };
+    rounds
+        .iter()
+        .map(|of| Figures {
+            per_second: base.per_second * ratio(of, |f| f.per_second),
+            cpu_per_call: base.cpu_per_call.mul_f64(ratio(of, |f| f.cpu_per_call.as_secs_f64())),
+        })
+        .collect()
 }
 
 /// The median throughput and the median CPU per call of some rounds.
@@ -220,6 +236,12 @@ fn stdio_latency(variant: &Variant, calls: usize) -> Duration {
     median(samples)
 }
 
+/// How many times each measurement runs (`--rounds N`, 3 by default).
+fn rounds() -> usize {
+    let mut args = std::env::args().skip_while(|a| a != "--rounds");
+    args.nth(1).and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or(3)
+}
+
 fn traced_server() -> PathBuf {
     let mut args = std::env::args().skip_while(|a| a != "--otel-server");
     if let Some(path) = args.nth(1) {
@@ -245,15 +267,15 @@ async fn main() {
     let variants = variants(sibling_binary("mcp-example"), traced_server(), &collector);
     let mut ok = true;
 
-    let http = http_throughput(&variants).await;
+    let http = paired(http_throughput(&variants).await);
     let exported_http = received.swap(0, Ordering::Relaxed);
-    println!("echo over HTTP, 16 connections (req/s, median of {ROUNDS}):");
+    println!("echo over HTTP, 16 connections (req/s; {} rounds, ratios the median of each round's):", rounds());
     ok &= compare(&variants, &http, "req/s");
     cpu_lines(&variants, &http);
     println!("  the collector received {} KiB of spans", exported_http / 1024);
 
     let mut piped = vec![Vec::new(); variants.len()];
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds() {
         for (i, v) in variants.iter().enumerate() {
             piped[i].push(stdio_pipelined(v, 20_000));
         }
@@ -262,7 +284,7 @@ async fn main() {
     // across cores, the scheduler's wake-ups make the figure flip between runs.
     mcp_bench::pin_to_one_cpu();
     let mut latency = vec![Vec::new(); variants.len()];
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds() {
         for (i, v) in variants.iter().enumerate() {
             latency[i].push(stdio_latency(v, 2_000));
         }
@@ -270,8 +292,8 @@ async fn main() {
     // The stdio servers flush their spans as they exit: give the collector a moment.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let exported_stdio = received.swap(0, Ordering::Relaxed);
-    println!("echo over stdio, 64 in flight (calls/s, median of {ROUNDS}):");
-    let piped: Vec<Figures> = piped.into_iter().map(median_figures).collect();
+    println!("echo over stdio, 64 in flight (calls/s; {} rounds, ratios the median of each round's):", rounds());
+    let piped = paired(piped);
     ok &= compare(&variants, &piped, "calls/s");
     cpu_lines(&variants, &piped);
     println!("echo over stdio, one at a time, client and server on one CPU (median round trip, µs):");

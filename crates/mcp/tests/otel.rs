@@ -314,7 +314,9 @@ fn one_trace_across_three_processes() {
     http.args(["--http", &format!("127.0.0.1:{port}"), "--audit-log", audit.to_str().unwrap()])
         .args(["--metrics-addr", &metrics_addr])
         .env(ROLE, "http-server")
-        .env("OTEL_SERVICE_NAME", "otel-test-http");
+        .env("OTEL_SERVICE_NAME", "otel-test-http")
+        // The exporter's headers, percent-encoded as the specification writes them.
+        .env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-otel-test=http%20server");
     otel_env(&mut http, &endpoint);
     let http_server = Killed(http.spawn().unwrap());
     wait_for_port(port);
@@ -342,6 +344,11 @@ fn one_trace_across_three_processes() {
     for request in seen.iter().filter(|v| v.get("request").is_some()) {
         assert_eq!(request["contentType"], "application/x-protobuf", "{request}");
     }
+    let with_header = seen.iter().filter(|v| v["request"] == "/v1/traces" && v["testHeader"] == "http server");
+    assert!(
+        with_header.count() >= 1,
+        "the HTTP server's OTEL_EXPORTER_OTLP_TRACES_HEADERS never reached the collector"
+    );
 
     // One trace: the turn, the client's spans under it, each server's under the client's.
     let turn = one(&seen, "otel-test-client", "turn");

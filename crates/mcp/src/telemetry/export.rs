@@ -1,5 +1,6 @@
-//! OTLP over HTTP with protobuf (the `opentelemetry-otlp` exporter, sending through our hyper
-//! client: the environment's proxies, and TLS when built with `tls`), off the request path.
+//! OTLP over HTTP with protobuf, sent through our hyper client (the environment's proxies, and
+//! TLS when built with `tls`), off the request path: spans as [`super::otlp`] encodes them,
+//! metrics through the `opentelemetry-otlp` exporter.
 //!
 //! An ended span that is sampled goes into a bounded queue (`Batcher`, `OTEL_BSP_MAX_QUEUE_SIZE`)
 //! with a non-blocking send; one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
@@ -22,10 +23,12 @@ use opentelemetry::KeyValue;
 use opentelemetry_http::{HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _, SpanProcessor};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
 use tokio::sync::{mpsc, oneshot};
 
 use super::config::{Batch, Config};
+use super::inline::Queued;
+use super::otlp::{Encoder, Target};
 
 /// The largest response body read from a collector.
 const MAX_RESPONSE: usize = 4 * 1024 * 1024;
@@ -80,6 +83,33 @@ impl Sender {
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
         Ok(Sender { client, timeout })
+    }
+}
+
+impl Sender {
+    /// Posts an encoded trace request to `target`; on the export runtime.
+    async fn post(&self, target: &Target, body: Bytes) -> Result<(), String> {
+        let mut request =
+            http::Request::post(target.uri.clone()).body(http_body_util::Full::new(body)).map_err(|e| e.to_string())?;
+        request.headers_mut().extend(target.headers.clone());
+        request
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-protobuf"));
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            // Read (a bounded part of) the answer, so that the connection can be used again.
+            let _ = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE).collect().await;
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(format!("the collector answered {status}"))
+            }
+        };
+        match tokio::time::timeout(target.timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("no answer within {:?}", target.timeout)),
+        }
     }
 }
 
@@ -228,7 +258,9 @@ static COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
 /// The batch span processor: a bounded queue in front of the export task.
 #[derive(Debug)]
 struct Batcher {
-    spans: mpsc::Sender<SpanData>,
+    spans: mpsc::Sender<Queued>,
+    /// This library's scope: its spans are queued compact.
+    scope: opentelemetry::InstrumentationScope,
     commands: mpsc::Sender<Command>,
     export_timeout: Duration,
     /// Told when a full batch is waiting (the export task is not woken for each span).
@@ -244,7 +276,7 @@ impl SpanProcessor for Batcher {
             return;
         }
         let stats = stats();
-        match self.spans.try_send(span) {
+        match self.spans.try_send(Queued::new(span, &self.scope)) {
             Ok(()) => {
                 stats.queued.fetch_add(1, Ordering::Relaxed);
                 // Wrapping: the export task may take the span (and count it down) first.
@@ -290,13 +322,13 @@ fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdk
 /// waiting on it, so that ending a span never wakes this thread: under load it wakes once per
 /// batch, not once per span.
 async fn export_loop(
-    exporter: opentelemetry_otlp::SpanExporter,
-    mut spans: mpsc::Receiver<SpanData>,
+    mut exporter: Exporter,
+    mut spans: mpsc::Receiver<Queued>,
     mut commands: mpsc::Receiver<Command>,
     full: std::sync::Arc<tokio::sync::Notify>,
     batch: Batch,
 ) {
-    let mut pending: Vec<SpanData> = Vec::with_capacity(batch.max_batch);
+    let mut pending: Vec<Queued> = Vec::with_capacity(batch.max_batch);
     loop {
         let flush = tokio::select! {
             biased;
@@ -314,76 +346,87 @@ async fn export_loop(
                     stats().waiting.fetch_sub(1, Ordering::Relaxed);
                     pending.push(span);
                     if pending.len() >= batch.max_batch {
-                        export(&exporter, &mut pending, &batch).await;
+                        exporter.export(&mut pending, &batch).await;
                     }
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
-                    export(&exporter, &mut pending, &batch).await;
+                    exporter.export(&mut pending, &batch).await;
                     return;
                 }
             }
         }
-        export(&exporter, &mut pending, &batch).await;
+        exporter.export(&mut pending, &batch).await;
         if let Some(done) = flush {
             let _ = done.send(());
         }
     }
 }
 
-/// Exports `pending` (emptying it), counting how it went.
-async fn export(exporter: &opentelemetry_otlp::SpanExporter, pending: &mut Vec<SpanData>, batch: &Batch) {
-    if pending.is_empty() {
-        return;
-    }
-    let spans = std::mem::take(pending);
-    let count = spans.len() as u64;
-    let outcome = match tokio::time::timeout(batch.export_timeout, exporter.export(spans)).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(("export_failed", e.to_string())),
-        Err(_) => Err(("timeout", format!("no answer within {:?}", batch.export_timeout))),
-    };
-    let stats = stats();
-    match outcome {
-        Ok(()) => {
-            stats.exported.fetch_add(count, Ordering::Relaxed);
-            if stats.failing.swap(false, Ordering::Relaxed) {
-                tracing::warn!("OpenTelemetry: spans are exported again");
-            }
+/// What sends spans: the encoder, the client and where it posts.
+struct Exporter {
+    encoder: Encoder,
+    sender: Sender,
+    target: Target,
+}
+
+impl Exporter {
+    /// Exports `pending` (emptying it), counting how it went.
+    async fn export(&mut self, pending: &mut Vec<Queued>, batch: &Batch) {
+        if pending.is_empty() {
+            return;
         }
-        Err((reason, message)) => {
-            let mut failed = stats.failed.lock().unwrap_or_else(|e| e.into_inner());
-            match failed.iter_mut().find(|(r, _)| r == reason) {
-                Some((_, n)) => *n += count,
-                None => failed.push((reason.to_owned(), count)),
+        let count = pending.len() as u64;
+        let body = Bytes::copy_from_slice(self.encoder.encode(pending));
+        let outcome = match tokio::time::timeout(batch.export_timeout, self.sender.post(&self.target, body)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(("export_failed", e)),
+            Err(_) => Err(("timeout", format!("no answer within {:?}", batch.export_timeout))),
+        };
+        let stats = stats();
+        match outcome {
+            Ok(()) => {
+                stats.exported.fetch_add(count, Ordering::Relaxed);
+                if stats.failing.swap(false, Ordering::Relaxed) {
+                    tracing::warn!("OpenTelemetry: spans are exported again");
+                }
             }
-            if !stats.failing.swap(true, Ordering::Relaxed) {
-                tracing::warn!("OpenTelemetry: {count} spans could not be exported ({message}); later failures are counted, not said");
+            Err((reason, message)) => {
+                let mut failed = stats.failed.lock().unwrap_or_else(|e| e.into_inner());
+                match failed.iter_mut().find(|(r, _)| r == reason) {
+                    Some((_, n)) => *n += count,
+                    None => failed.push((reason.to_owned(), count)),
+                }
+                if !stats.failing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("OpenTelemetry: {count} spans could not be exported ({message}); later failures are counted, not said");
+                }
             }
         }
     }
 }
 
-/// The tracer provider: the OTLP/HTTP span exporter behind the bounded batch processor, the
+/// The tracer provider: the bounded batch processor in front of the OTLP/HTTP export task, the
 /// sampler of `OTEL_TRACES_SAMPLER`, the resource of `config`.
 pub(crate) fn tracer_provider(config: &Config, batch: &Batch) -> Result<SdkTracerProvider, String> {
-    let client = Sender::new().map_err(|e| e.to_string())?;
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(client)
-        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let exporter = Exporter {
+        encoder: Encoder::new(&config.resource, &super::scope(), batch.max_batch),
+        sender: Sender::new().map_err(|e| e.to_string())?,
+        target: Target::from_env()?,
+    };
     let (spans, spans_rx) = mpsc::channel(batch.max_queue);
     let (commands, commands_rx) = mpsc::channel(16);
     stats().capacity.store(batch.max_queue as u64, Ordering::Relaxed);
-    let mut exporter = exporter;
-    opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, &config.resource);
     let full = std::sync::Arc::new(tokio::sync::Notify::new());
     runtime().spawn(export_loop(exporter, spans_rx, commands_rx, full.clone(), batch.clone()));
     let _ = COMMANDS.set(commands.clone());
-    let batcher =
-        Batcher { spans, commands, export_timeout: batch.export_timeout, full, max_batch: batch.max_batch as u64 };
+    let batcher = Batcher {
+        spans,
+        scope: super::scope(),
+        commands,
+        export_timeout: batch.export_timeout,
+        full,
+        max_batch: batch.max_batch as u64,
+    };
     Ok(SdkTracerProvider::builder().with_resource(config.resource.clone()).with_span_processor(batcher).build())
 }
 

@@ -25,8 +25,10 @@
 pub mod carrier;
 pub mod config;
 pub mod export;
+mod inline;
 mod labels;
 pub mod metrics;
+mod otlp;
 pub mod spans;
 
 use std::sync::OnceLock;

@@ -338,25 +338,26 @@ impl Operation {
             }
             return op;
         };
+        // The attributes go in with the builder: the span takes the vector as it is, rather than
+        // growing its own one attribute at a time.
+        let mut attributes = span_attributes(side, message, kind, transport);
+        let content = kind == Some(TargetKind::Tool) && super::config::capture_content();
+        if content {
+            if let Some(arguments) = message.params.and_then(tool_arguments) {
+                attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+            }
+        }
         let mut builder = tracer
             .span_builder(span_name(message.method, kind, message.target))
-            .with_kind(if side == Side::Server { SpanKind::Server } else { SpanKind::Client });
+            .with_kind(if side == Side::Server { SpanKind::Server } else { SpanKind::Client })
+            .with_attributes(attributes);
         if let Some(link) = link {
             builder = builder.with_links(vec![Link::with_context(link)]);
         }
         let span = builder.start_with_context(tracer, &op.cx);
         op.recording = opentelemetry::trace::Span::is_recording(&span);
+        op.content = content && op.recording;
         op.cx = op.cx.with_span(span);
-        if op.recording {
-            let attributes = span_attributes(side, message, kind, transport);
-            op.cx.span().set_attributes(attributes);
-            if kind == Some(TargetKind::Tool) && super::config::capture_content() {
-                op.content = true;
-                if let Some(arguments) = message.params.and_then(tool_arguments) {
-                    op.cx.span().set_attribute(KeyValue::new("gen_ai.tool.call.arguments", arguments));
-                }
-            }
-        }
         op
     }
 
@@ -463,8 +464,12 @@ fn span_attributes(
     kind: Option<TargetKind>,
     transport: &Transport,
 ) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(12);
-    attributes.push(KeyValue::new("mcp.method.name", cut(message.method)));
+    let mut attributes = Vec::with_capacity(13);
+    // Known methods and versions are static text: no copy per span.
+    attributes.push(match known_method(message.method) {
+        Some(method) => KeyValue::new("mcp.method.name", method),
+        None => KeyValue::new("mcp.method.name", cut(message.method)),
+    });
     if let Some(id) = message.request_id {
         attributes.push(KeyValue::new("jsonrpc.request.id", id_text(id)));
     }
@@ -479,7 +484,10 @@ fn span_attributes(
         _ => {}
     }
     if let Some(version) = message.protocol_version {
-        attributes.push(KeyValue::new("mcp.protocol.version", cut(version)));
+        attributes.push(match known_version(version) {
+            std::borrow::Cow::Borrowed(known) => KeyValue::new("mcp.protocol.version", known),
+            std::borrow::Cow::Owned(_) => KeyValue::new("mcp.protocol.version", cut(version)),
+        });
     }
     attributes.push(KeyValue::new("network.transport", transport.network));
     if let Some(version) = transport.http_version {

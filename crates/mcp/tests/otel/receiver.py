@@ -44,7 +44,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        emit({"request": self.path, "contentType": self.headers.get("Content-Type"), "bytes": len(body)})
+        emit({
+            "request": self.path,
+            "contentType": self.headers.get("Content-Type"),
+            "testHeader": self.headers.get("X-Otel-Test"),
+            "bytes": len(body),
+        })
         if MODE == "stall":
             threading.Event().wait()
         if self.path == "/v1/traces":
