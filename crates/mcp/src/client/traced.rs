@@ -69,7 +69,7 @@ pub(crate) fn notification(method: &str, params: &mut Option<Value>, protocol_ve
 }
 
 /// Ends a request's span with its answer.
-pub(crate) fn end(op: Operation, outcome: &Result<Value, ErrorObject>) {
+pub(crate) fn end(mut op: Operation, outcome: &Result<Value, ErrorObject>) {
     let ending = match outcome {
         Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => Ending::ToolError,
         Ok(_) => Ending::Ok,

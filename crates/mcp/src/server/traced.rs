@@ -53,7 +53,7 @@ pub(crate) fn ending(outcome: &Result<Reply, ErrorObject>) -> Ending<'_> {
 }
 
 /// Ends a request's span with its outcome (and its result, when tool results are recorded).
-pub(crate) fn end(op: Operation, outcome: &Result<Reply, ErrorObject>) {
+pub(crate) fn end(mut op: Operation, outcome: &Result<Reply, ErrorObject>) {
     if op.wants_result() {
         if let Ok(reply) = outcome {
             op.record_result(&reply.to_value().to_string());

@@ -2,8 +2,9 @@
 //! TLS when built with `tls`), off the request path: spans as [`super::otlp`] encodes them,
 //! metrics through the `opentelemetry-otlp` exporter.
 //!
-//! An ended span that is sampled goes into a bounded queue (`Batcher`, `OTEL_BSP_MAX_QUEUE_SIZE`)
-//! with a non-blocking send; one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
+//! An ended span that is sampled goes into a bounded queue (`Queue`, `OTEL_BSP_MAX_QUEUE_SIZE`)
+//! with a non-blocking send, from this library's operations and from the SDK's tracer (the
+//! `Batcher` processor, for the other spans); one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
 //! whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
 //! and exports one batch at a time, each export bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task,
 //! and every export request, runs on a runtime of its own, on a thread of its own: a server's
@@ -86,29 +87,63 @@ impl Sender {
     }
 }
 
+/// Why an export failed: the `error.type` it is counted under, and what to say.
+type Failure = (&'static str, String);
+
 impl Sender {
-    /// Posts an encoded trace request to `target`; on the export runtime.
-    async fn post(&self, target: &Target, body: Bytes) -> Result<(), String> {
-        let mut request =
-            http::Request::post(target.uri.clone()).body(http_body_util::Full::new(body)).map_err(|e| e.to_string())?;
+    /// Posts an encoded trace request to `target`, on the export runtime, trying again (twice at
+    /// most, after 100 ms then 400 ms, or what `Retry-After` asks up to 5 s) when the collector
+    /// is busy (429, 502, 503, 504) or the connection failed, as the OTLP specification says a
+    /// client may; each attempt bounded by the target's timeout, and one that times out not
+    /// tried again.
+    async fn post(&self, target: &Target, body: Bytes) -> Result<(), Failure> {
+        let mut pause = Duration::from_millis(100);
+        for attempt in 0..3 {
+            let (failure, retry_after) = match self.post_once(target, body.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(failure) => failure,
+            };
+            let Some(asked) = retry_after.filter(|_| attempt < 2) else { return Err(failure) };
+            tokio::time::sleep(asked.unwrap_or(pause).min(Duration::from_secs(5))).await;
+            pause *= 4;
+        }
+        unreachable!("the third attempt returns")
+    }
+
+    /// One attempt: the failure, and whether to try again (`Some`, with the pause `Retry-After`
+    /// asks for, if any).
+    #[allow(clippy::type_complexity)] // named in the doc above
+    async fn post_once(&self, target: &Target, body: Bytes) -> Result<(), (Failure, Option<Option<Duration>>)> {
+        let mut request = http::Request::post(target.uri.clone())
+            .body(http_body_util::Full::new(body))
+            .map_err(|e| (("export_failed", e.to_string()), None))?;
         request.headers_mut().extend(target.headers.clone());
         request
             .headers_mut()
             .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-protobuf"));
         let exchange = async {
-            let response = self.client.request(request).await.map_err(|e| e.to_string())?;
+            let response = match self.client.request(request).await {
+                Ok(response) => response,
+                Err(e) => return Err((("export_failed", e.to_string()), Some(None))),
+            };
             let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()?.trim().parse().ok())
+                .map(Duration::from_secs);
             // Read (a bounded part of) the answer, so that the connection can be used again.
             let _ = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE).collect().await;
             if status.is_success() {
-                Ok(())
-            } else {
-                Err(format!("the collector answered {status}"))
+                return Ok(());
             }
+            let busy = matches!(status.as_u16(), 429 | 502 | 503 | 504);
+            Err((("export_failed", format!("the collector answered {status}")), busy.then_some(retry_after)))
         };
         match tokio::time::timeout(target.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(format!("no answer within {:?}", target.timeout)),
+            // Not tried again: a collector that hangs has had its time.
+            Err(_) => Err((("timeout", format!("no answer within {:?}", target.timeout)), None)),
         }
     }
 }
@@ -255,29 +290,30 @@ enum Command {
 /// The export task's commands (one task per process).
 static COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
 
-/// The batch span processor: a bounded queue in front of the export task.
+/// The export queue: bounded, in front of the export task.
 #[derive(Debug)]
-struct Batcher {
+struct Queue {
     spans: mpsc::Sender<Queued>,
     /// This library's scope: its spans are queued compact.
     scope: opentelemetry::InstrumentationScope,
-    commands: mpsc::Sender<Command>,
-    export_timeout: Duration,
     /// Told when a full batch is waiting (the export task is not woken for each span).
     full: std::sync::Arc<tokio::sync::Notify>,
     max_batch: u64,
 }
 
-impl SpanProcessor for Batcher {
-    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
-
-    fn on_end(&self, span: SpanData) {
+impl Queue {
+    /// Queues an ended span for export when it is sampled; counts it dropped when the queue is
+    /// full.
+    fn push(&self, span: SpanData) {
         if !span.span_context.is_sampled() {
             return;
         }
         let stats = stats();
-        match self.spans.try_send(Queued::new(span, &self.scope)) {
-            Ok(()) => {
+        // The slot is taken before the span is copied: a full queue (a collector down) costs
+        // no copy.
+        match self.spans.try_reserve() {
+            Ok(slot) => {
+                slot.send(Queued::new(span, &self.scope));
                 stats.queued.fetch_add(1, Ordering::Relaxed);
                 // Wrapping: the export task may take the span (and count it down) first.
                 if stats.waiting.fetch_add(1, Ordering::Relaxed).wrapping_add(1) == self.max_batch {
@@ -288,6 +324,32 @@ impl SpanProcessor for Batcher {
                 stats.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// The export queue, once spans are exported.
+static QUEUE: OnceLock<std::sync::Arc<Queue>> = OnceLock::new();
+
+/// Queues an ended span for export (this library's operations end their spans so).
+pub(crate) fn enqueue(span: SpanData) {
+    if let Some(queue) = QUEUE.get() {
+        queue.push(span);
+    }
+}
+
+/// The SDK's batch span processor: the export queue, for the spans the SDK's tracer makes.
+#[derive(Debug)]
+struct Batcher {
+    queue: std::sync::Arc<Queue>,
+    commands: mpsc::Sender<Command>,
+    export_timeout: Duration,
+}
+
+impl SpanProcessor for Batcher {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        self.queue.push(span);
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -328,7 +390,7 @@ async fn export_loop(
     full: std::sync::Arc<tokio::sync::Notify>,
     batch: Batch,
 ) {
-    let mut pending: Vec<Queued> = Vec::with_capacity(batch.max_batch);
+    let mut pending: Vec<Queued> = Vec::with_capacity(batch.max_batch.min(512));
     loop {
         let flush = tokio::select! {
             biased;
@@ -379,8 +441,7 @@ impl Exporter {
         let count = pending.len() as u64;
         let body = Bytes::copy_from_slice(self.encoder.encode(pending));
         let outcome = match tokio::time::timeout(batch.export_timeout, self.sender.post(&self.target, body)).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(("export_failed", e)),
+            Ok(outcome) => outcome,
             Err(_) => Err(("timeout", format!("no answer within {:?}", batch.export_timeout))),
         };
         let stats = stats();
@@ -405,9 +466,13 @@ impl Exporter {
     }
 }
 
-/// The tracer provider: the bounded batch processor in front of the OTLP/HTTP export task, the
-/// sampler of `OTEL_TRACES_SAMPLER`, the resource of `config`.
-pub(crate) fn tracer_provider(config: &Config, batch: &Batch) -> Result<SdkTracerProvider, String> {
+/// The tracer provider: the bounded batch processor in front of the OTLP/HTTP export task,
+/// `sampler`, the resource of `config`.
+pub(crate) fn tracer_provider(
+    config: &Config,
+    batch: &Batch,
+    sampler: Box<dyn opentelemetry_sdk::trace::ShouldSample>,
+) -> Result<SdkTracerProvider, String> {
     let exporter = Exporter {
         encoder: Encoder::new(&config.resource, &super::scope(), batch.max_batch),
         sender: Sender::new().map_err(|e| e.to_string())?,
@@ -419,15 +484,14 @@ pub(crate) fn tracer_provider(config: &Config, batch: &Batch) -> Result<SdkTrace
     let full = std::sync::Arc::new(tokio::sync::Notify::new());
     runtime().spawn(export_loop(exporter, spans_rx, commands_rx, full.clone(), batch.clone()));
     let _ = COMMANDS.set(commands.clone());
-    let batcher = Batcher {
-        spans,
-        scope: super::scope(),
-        commands,
-        export_timeout: batch.export_timeout,
-        full,
-        max_batch: batch.max_batch as u64,
-    };
-    Ok(SdkTracerProvider::builder().with_resource(config.resource.clone()).with_span_processor(batcher).build())
+    let queue = std::sync::Arc::new(Queue { spans, scope: super::scope(), full, max_batch: batch.max_batch as u64 });
+    let _ = QUEUE.set(queue.clone());
+    let batcher = Batcher { queue, commands, export_timeout: batch.export_timeout };
+    Ok(SdkTracerProvider::builder()
+        .with_resource(config.resource.clone())
+        .with_sampler(sampler)
+        .with_span_processor(batcher)
+        .build())
 }
 
 /// The OTLP/HTTP metric exporter ([`push_metrics`] drives it).

@@ -143,15 +143,27 @@ impl Compact {
         Some(Text { start: start as u16, end: end as u16 })
     }
 
-    /// The text at `at`.
-    pub fn text(&self, at: Text) -> &str {
-        // Copied from `&str`s at character boundaries: always UTF-8.
-        std::str::from_utf8(&self.text[usize::from(at.start)..usize::from(at.end)]).unwrap_or_default()
+    /// All the span's text, to take pieces of with [`Compact::piece`] (checked as UTF-8 once,
+    /// not once a piece).
+    pub fn all_text(&self) -> &str {
+        // Copied from `&str`s whole: always UTF-8.
+        std::str::from_utf8(&self.text[..usize::from(self.text_len)]).unwrap_or_default()
     }
 
-    /// The attributes: each key's text and its value.
-    pub fn attributes(&self) -> impl Iterator<Item = (&str, Inline)> + '_ {
-        self.attributes[..usize::from(self.attribute_count)].iter().map(|(key, value)| (self.text(*key), *value))
+    /// The text at `at` of [`Compact::all_text`].
+    pub fn piece(all: &str, at: Text) -> &str {
+        all.get(usize::from(at.start)..usize::from(at.end)).unwrap_or_default()
+    }
+
+    /// The text at `at`.
+    #[cfg(test)]
+    pub fn text(&self, at: Text) -> &str {
+        Compact::piece(self.all_text(), at)
+    }
+
+    /// The attributes: where each key's text is, and the value.
+    pub fn attributes(&self) -> &[(Text, Inline)] {
+        &self.attributes[..usize::from(self.attribute_count)]
     }
 }
 
@@ -194,6 +206,8 @@ mod tests {
         assert_eq!(compact.text(compact.status_message), "went wrong");
         let seen: Vec<String> = compact
             .attributes()
+            .iter()
+            .map(|(key, value)| (compact.text(*key), *value))
             .map(|(key, value)| match value {
                 Inline::Text(t) => format!("{key}={}", compact.text(t)),
                 Inline::Int(n) => format!("{key}={n}"),

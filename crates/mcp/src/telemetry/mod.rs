@@ -8,7 +8,8 @@
 //! - [`carrier`]: the trace context (`traceparent`, `tracestate`, `baggage`) in `params._meta`;
 //! - [`export`]: OTLP over HTTP with protobuf, off the request path: a bounded queue that a thread
 //!   of its own drains in batches, so a slow or absent collector costs dropped (and counted)
-//!   spans, never a waiting request nor a growing queue;
+//!   spans, never a waiting request nor a growing queue; `inline` is how a span waits in it,
+//!   `otlp` the request it goes out in;
 //! - [`metrics`]: the instruments, and the Prometheus text page HTTP servers serve at `/metrics`;
 //! - [`config`]: the standard `OTEL_*` environment variables.
 //!
@@ -39,8 +40,9 @@ pub use opentelemetry;
 pub use spans::{Ending, Message, Operation, Peer, Session, Transport};
 
 /// What [`init`] set up for spans.
-struct Tracing {
-    tracer: opentelemetry_sdk::trace::SdkTracer,
+pub(crate) struct Tracing {
+    /// The sampler of `OTEL_TRACES_SAMPLER`, as the SDK reads it (its tracer provider has the same).
+    pub sampler: Box<dyn opentelemetry_sdk::trace::ShouldSample>,
     /// Spans are begun only under a sampled parent (`parentbased_always_off`).
     only_under_sampled: bool,
 }
@@ -50,16 +52,15 @@ static TRACING: OnceLock<Tracing> = OnceLock::new();
 /// `OTEL_TRACES_SAMPLER=always_off`: no span is begun, and none exported.
 static SAMPLING_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// The tracer spans are made with, once [`init`] found an exporter, for a span whose parent is
-/// `parent`: `None` when no span is made (none is exported, or the sampler would drop it
-/// whatever it is).
-pub(crate) fn tracer(parent: &opentelemetry::Context) -> Option<&'static opentelemetry_sdk::trace::SdkTracer> {
+/// How spans are made, once [`init`] found an exporter, for a span whose parent is `parent`:
+/// `None` when no span is made (none is exported, or the sampler would drop it whatever it is).
+pub(crate) fn tracing(parent: &opentelemetry::Context) -> Option<&'static Tracing> {
     use opentelemetry::trace::TraceContextExt as _;
     let tracing = TRACING.get()?;
     if tracing.only_under_sampled && !parent.span().span_context().is_sampled() {
         return None;
     }
-    Some(&tracing.tracer)
+    Some(tracing)
 }
 
 /// The context a message is handled in (and the next hop is told) when the sampler drops its
@@ -117,13 +118,12 @@ pub fn init(service: &str) {
         SAMPLING_OFF.store(config.roots == config::Roots::None, std::sync::atomic::Ordering::Relaxed);
         metrics::init(&config);
         if let Some(traces) = &config.traces {
-            match export::tracer_provider(&config, traces) {
+            let sampler = opentelemetry_sdk::trace::Config::default().sampler;
+            match export::tracer_provider(&config, traces, sampler.clone()) {
                 Ok(provider) => {
-                    use opentelemetry::trace::TracerProvider as _;
-                    let tracer = provider.tracer_with_scope(scope());
-                    opentelemetry::global::set_tracer_provider(provider.clone());
+                    opentelemetry::global::set_tracer_provider(provider);
                     let only_under_sampled = config.roots == config::Roots::UnderSampledParent;
-                    let _ = TRACING.set(Tracing { tracer, only_under_sampled });
+                    let _ = TRACING.set(Tracing { sampler, only_under_sampled });
                 }
                 Err(e) => eprintln!("OpenTelemetry: the span exporter cannot start ({e}); spans stay off"),
             }

@@ -7,7 +7,8 @@
 //! `String`, every id into a new `Vec`), all freed again once the batch is sent. That was half of
 //! what an exported span cost a server. The [`Encoder`] fills the same messages but keeps them
 //! between batches: a span's ids, name and attributes are written over the last batch's, so that
-//! a batch like the one before allocates nothing.
+//! a batch like the one before allocates next to nothing (its body's copy, and what a span of
+//! events, links or a `tracestate` needs).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,68 +39,85 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    /// Reads the environment. An error names the variable, never a header's value (it is often
-    /// a credential).
+    /// Reads the environment. As the `opentelemetry-otlp` exporter does, a header pair that
+    /// cannot be one and a timeout that is not a number are skipped (and said on stderr), not
+    /// fatal; an endpoint that is not an `http://` or `https://` URL is. No message repeats a
+    /// header or the URL: either may hold a credential.
     pub fn from_env() -> Result<Target, String> {
-        Target::from_vars(|name| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()))
+        let (target, warnings) =
+            Target::from_vars(|name| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()))?;
+        for warning in warnings {
+            eprintln!("OpenTelemetry: {warning}");
+        }
+        Ok(target)
     }
 
-    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Target, String> {
+    /// The target, and what was skipped.
+    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<(Target, Vec<String>), String> {
         let (name, url) = match (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT")) {
             (Some(url), _) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url),
             (None, Some(base)) => ("OTEL_EXPORTER_OTLP_ENDPOINT", format!("{}/v1/traces", base.trim_end_matches('/'))),
             (None, None) => ("the default endpoint", "http://localhost:4318/v1/traces".to_owned()),
         };
-        let uri: http::Uri = url.parse().map_err(|e| format!("{name}={url:?} is not a URL ({e})"))?;
-        if uri.scheme().is_none() || uri.authority().is_none() {
-            return Err(format!("{name}={url:?} is not an http:// or https:// URL"));
+        let uri: http::Uri = url.parse().map_err(|e| format!("{name} is not a URL ({e})"))?;
+        let http = matches!(uri.scheme_str(), Some("http" | "https"));
+        if !http || uri.authority().is_none() {
+            return Err(format!("{name} is not an http:// or https:// URL"));
         }
+        let mut warnings = Vec::new();
         let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT));
         for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
             if let Some(list) = var(name) {
-                add_headers(&mut headers, &list).map_err(|e| format!("{name}: {e}"))?;
+                add_headers(&mut headers, &list, |e| warnings.push(format!("{name}: {e}; skipped")));
             }
         }
-        let millis = |name: &str| -> Result<Option<u64>, String> {
-            var(name)
-                .map(|v| v.parse().map_err(|_| format!("{name}={v:?} is not a number of milliseconds")))
-                .transpose()
+        let mut millis = |name: &str| match var(name).map(|v| v.parse::<u64>()) {
+            Some(Ok(ms)) => Some(ms),
+            Some(Err(_)) => {
+                warnings.push(format!("{name} is not a number of milliseconds; skipped"));
+                None
+            }
+            None => None,
         };
-        let timeout = match millis("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")? {
-            Some(ms) => ms,
-            None => millis("OTEL_EXPORTER_OTLP_TIMEOUT")?.unwrap_or(10_000),
-        };
-        Ok(Target { uri, headers, timeout: std::time::Duration::from_millis(timeout.max(1)) })
+        let timeout = millis("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT").or_else(|| millis("OTEL_EXPORTER_OTLP_TIMEOUT"));
+        let timeout = std::time::Duration::from_millis(timeout.unwrap_or(10_000).max(1));
+        Ok((Target { uri, headers, timeout }, warnings))
     }
 }
 
-/// Adds the `key=value,key=value` list `list` to `headers` (a later key replaces an earlier one).
-fn add_headers(headers: &mut http::HeaderMap, list: &str) -> Result<(), String> {
-    for pair in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err("a header without `=`".to_owned());
-        };
-        let key = key.trim();
-        let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|_| format!("{key:?} is not a header name"))?;
-        let decoded =
-            percent_decode(value.trim()).ok_or_else(|| format!("the value of {key:?} is not percent-encoded text"))?;
-        let value = http::HeaderValue::from_str(&decoded)
-            .map_err(|_| format!("the value of {key:?} cannot be a header value"))?;
-        headers.insert(name, value);
+/// What the requests say they are from.
+const USER_AGENT: &str = concat!("mcp-stack/", env!("CARGO_PKG_VERSION"), " (OTLP/HTTP exporter)");
+
+/// Adds the `key=value,key=value` list `list` to `headers` (a later key replaces an earlier one);
+/// a pair that cannot be a header is told to `skipped` by its place in the list, never by its
+/// text.
+fn add_headers(headers: &mut http::HeaderMap, list: &str, mut skipped: impl FnMut(String)) {
+    for (place, pair) in list.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        let header = pair.split_once('=').and_then(|(key, value)| {
+            let name = http::HeaderName::from_bytes(key.trim().as_bytes()).ok()?;
+            let value = percent_decode(value.trim()).filter(|v| !v.is_empty())?;
+            Some((name, http::HeaderValue::from_str(&value).ok()?))
+        });
+        match header {
+            Some((name, value)) => {
+                headers.insert(name, value);
+            }
+            None => skipped(format!("header {} is not a key=value pair a request can carry", place + 1)),
+        }
     }
-    Ok(())
 }
 
-/// `%XX` sequences decoded (the W3C baggage format the variables use); `None` when one is cut or
-/// the result is not UTF-8.
+/// `%XX` sequences decoded (the W3C baggage format the variables use); `None` when one is cut,
+/// not two hex digits, or the result is not UTF-8.
 fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -108,6 +126,9 @@ fn percent_decode(text: &str) -> Option<String> {
     }
     String::from_utf8(out).ok()
 }
+
+/// Text longer than this grows a buffer that is freed once its batch is sent, not kept.
+const LARGE_TEXT: usize = 4096;
 
 /// Turns batches of ended spans into the protobuf body of an OTLP/HTTP trace request, keeping
 /// the messages it filled for the next batch.
@@ -163,6 +184,7 @@ impl Encoder {
 
     /// The body of a request carrying `spans` (emptied).
     pub fn encode(&mut self, spans: &mut Vec<Queued>) -> &[u8] {
+        let mut large = false;
         for queued in spans.iter() {
             let scope = match queued {
                 Queued::Compact(_) => 0,
@@ -176,7 +198,13 @@ impl Encoder {
             slot.used += 1;
             match queued {
                 Queued::Compact(compact) => fill_compact(message, compact, &mut self.spare_attributes),
-                Queued::Full(data) => fill_span(message, data, &mut self.spare_attributes),
+                Queued::Full(data) => {
+                    large |= data
+                        .attributes
+                        .iter()
+                        .any(|a| matches!(&a.value, Value::String(t) if t.as_str().len() > LARGE_TEXT));
+                    fill_span(message, data, &mut self.spare_attributes);
+                }
             }
         }
         spans.clear();
@@ -202,7 +230,27 @@ impl Encoder {
             }
         }
         self.spare_attributes.truncate(self.keep.saturating_mul(16));
+        if large {
+            self.shed_large_buffers();
+        }
         &self.body
+    }
+
+    /// Frees the buffers a large value grew (tool arguments and results, when recorded, may be
+    /// 64 KiB each), so that one batch of them is not kept for good.
+    fn shed_large_buffers(&mut self) {
+        let shed = |attribute: &mut KeyValue| {
+            if let Some(AnyValue { value: Some(any_value::Value::StringValue(text)) }) = &mut attribute.value {
+                if text.capacity() > LARGE_TEXT {
+                    *text = String::new();
+                }
+            }
+        };
+        let spans = self.scopes.iter_mut().flat_map(|slot| slot.message.spans.iter_mut()).chain(&mut self.spare_spans);
+        for span in spans {
+            span.attributes.iter_mut().for_each(shed);
+        }
+        self.spare_attributes.iter_mut().for_each(shed);
     }
 
     /// The index in `scopes` of `scope`, added when new.
@@ -258,20 +306,20 @@ fn fill_compact(message: &mut Span, span: &Compact, spare: &mut Vec<KeyValue>) {
         span.end_time,
         span.dropped_attributes_count,
     );
+    let text = span.all_text();
     message.trace_state.clear();
-    overwrite_text(&mut message.name, span.text(span.name));
-    let count = span.attributes().count();
-    resize_attributes(&mut message.attributes, count, spare);
+    overwrite_text(&mut message.name, Compact::piece(text, span.name));
+    resize_attributes(&mut message.attributes, span.attributes().len(), spare);
     for (message, (key, value)) in message.attributes.iter_mut().zip(span.attributes()) {
-        overwrite_text(&mut message.key, key);
+        overwrite_text(&mut message.key, Compact::piece(text, *key));
         message.key_strindex = 0;
         let any = message.value.get_or_insert_with(AnyValue::default);
-        any.value = match (value, any.value.take()) {
+        any.value = match (*value, any.value.take()) {
             (Inline::Text(at), Some(any_value::Value::StringValue(mut buffer))) => {
-                overwrite_text(&mut buffer, span.text(at));
+                overwrite_text(&mut buffer, Compact::piece(text, at));
                 Some(any_value::Value::StringValue(buffer))
             }
-            (Inline::Text(at), _) => Some(any_value::Value::StringValue(span.text(at).to_owned())),
+            (Inline::Text(at), _) => Some(any_value::Value::StringValue(Compact::piece(text, at).to_owned())),
             (Inline::Int(n), _) => Some(any_value::Value::IntValue(n)),
             (Inline::Bool(b), _) => Some(any_value::Value::BoolValue(b)),
             (Inline::Float(f), _) => Some(any_value::Value::DoubleValue(f)),
@@ -287,7 +335,7 @@ fn fill_compact(message: &mut Span, span: &Compact, spare: &mut Vec<KeyValue>) {
         StatusCode::Ok => status::StatusCode::Ok,
         StatusCode::Error => status::StatusCode::Error,
     } as i32;
-    overwrite_text(&mut status.message, span.text(span.status_message));
+    overwrite_text(&mut status.message, Compact::piece(text, span.status_message));
 }
 
 /// Writes `data` over `message`, reusing its buffers.
@@ -391,26 +439,46 @@ mod tests {
 
     #[test]
     fn the_target_follows_the_exporter_variables() {
-        let target = Target::from_vars(vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")])).unwrap();
-        assert_eq!(target.uri, "http://collector:4318/v1/traces");
-        assert_eq!(target.timeout, std::time::Duration::from_secs(10));
-        let target = Target::from_vars(vars(&[
+        let read = |pairs| Target::from_vars(vars(pairs));
+        let (plain, warnings) = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")]).unwrap();
+        assert_eq!(plain.uri, "http://collector:4318/v1/traces");
+        assert_eq!(plain.timeout, std::time::Duration::from_secs(10));
+        assert!(plain.headers[http::header::USER_AGENT].to_str().unwrap().starts_with("mcp-stack/"));
+        assert!(warnings.is_empty());
+        let (target, warnings) = read(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
             ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://traces.example/custom"),
             ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=general%20key, x-team=a"),
             ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api-key=traces%3Dkey"),
             ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
-        ]))
+        ])
         .unwrap();
         assert_eq!(target.uri, "https://traces.example/custom");
         assert_eq!(target.headers["api-key"], "traces=key");
         assert_eq!(target.headers["x-team"], "a");
         assert_eq!(target.timeout, std::time::Duration::from_millis(2500));
-        assert_eq!(Target::from_vars(vars(&[])).unwrap().uri, "http://localhost:4318/v1/traces");
-        let bad = Target::from_vars(vars(&[("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret%zz")])).unwrap_err();
-        assert!(!bad.contains("secret"), "{bad}");
-        assert!(Target::from_vars(vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")])).is_err());
-        assert!(Target::from_vars(vars(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")])).is_err());
+        assert!(warnings.is_empty());
+        assert_eq!(read(&[]).unwrap().0.uri, "http://localhost:4318/v1/traces");
+        // Pairs that cannot be headers are skipped, and said without their text (a credential).
+        let (target, warnings) = read(&[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "Authorization: Bearer abc123==,ok=1,token=secret%zz,empty=,x=%+f"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"),
+        ])
+        .unwrap();
+        assert_eq!(target.headers["ok"], "1");
+        assert_eq!(target.headers.len(), 2, "{:?}", target.headers);
+        assert_eq!(target.timeout, std::time::Duration::from_secs(10));
+        assert_eq!(warnings.len(), 5, "{warnings:?}");
+        let said = warnings.join(" ");
+        assert!(!said.contains("abc123") && !said.contains("secret") && !said.contains("Bearer"), "{said}");
+        let refused = [
+            read(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "not a url")]),
+            read(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://collector/v1/traces")]),
+            read(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://user:pw@/x")]),
+        ];
+        for error in refused.into_iter().map(Result::unwrap_err) {
+            assert!(!error.contains("pw") && !error.contains("collector"), "{error}");
+        }
     }
 
     fn span(name: &'static str, attributes: Vec<opentelemetry::KeyValue>) -> SpanData {
@@ -498,129 +566,27 @@ mod tests {
         expected.push(other);
         assert_eq!(encoder.encode(&mut mixed), reference(&resource, expected).as_slice());
         assert_eq!(encoder.encode(&mut queue(second(), true)), reference(&resource, second()).as_slice());
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::print_stdout)] // measurements, printed
-mod timing {
-    use super::tests_support::*;
-    use super::*;
-
-    /// Prints what a span costs to encode, this way and the `opentelemetry-otlp` way (run with
-    /// `--ignored --nocapture`, in release).
-    #[test]
-    #[ignore]
-    fn encode_cost() {
-        let resource = opentelemetry_sdk::Resource::builder().with_service_name("svc").build();
-        let scope = opentelemetry::InstrumentationScope::builder("mcp-stack").with_version("0.1").build();
-        let mut encoder = Encoder::new(&resource, &scope, 512);
-        let batch = || (0..512).map(|_| typical_span()).collect::<Vec<_>>();
-        let queue = |spans: Vec<SpanData>| spans.into_iter().map(|s| Queued::new(s, &scope)).collect::<Vec<_>>();
-        let mut made = std::time::Duration::ZERO;
-        let mut ours = std::time::Duration::ZERO;
-        let mut theirs = std::time::Duration::ZERO;
-        for _ in 0..200 {
-            let started = std::time::Instant::now();
-            let mut spans = queue(batch());
-            made += started.elapsed();
-            let started = std::time::Instant::now();
-            std::hint::black_box(encoder.encode(&mut spans));
-            ours += started.elapsed();
-            let spans = batch();
-            let started = std::time::Instant::now();
-            let resource = ResourceAttributesWithSchema::from(&resource);
-            std::hint::black_box(
-                ExportTraceServiceRequest {
-                    resource_spans: opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope(
-                        spans, &resource,
-                    ),
-                }
-                .encode_to_vec(),
-            );
-            theirs += started.elapsed();
-        }
-        let per = |d: std::time::Duration| d.as_nanos() as f64 / (200.0 * 512.0);
-        println!(
-            "making and queueing {:.0} ns, ours {:.0} ns, opentelemetry-otlp {:.0} ns per span",
-            per(made),
-            per(ours),
-            per(theirs)
-        );
-    }
-
-    /// Prints what a server span costs the thread that handles its message (run alone, with
-    /// `--ignored --nocapture`, in release: it sets telemetry up for the process).
-    #[test]
-    #[ignore]
-    fn operation_cost() {
-        use crate::telemetry::{Ending, Message, Operation, Peer, Transport};
-        std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9");
-        std::env::set_var("OTEL_TRACES_SAMPLER", "always_on");
-        crate::telemetry::init("timing");
-        let id = mcp_types::RequestId::Number(1);
-        let message = Message {
-            method: "tools/call",
-            target: Some("echo"),
-            request_id: Some(&id),
-            protocol_version: Some("2026-07-28"),
-            known_target: true,
-            params: None,
+        // A recorded tool result of 64 KiB is sent, and its buffer not kept.
+        let big = || {
+            vec![span(
+                "tools/call echo",
+                vec![opentelemetry::KeyValue::new("gen_ai.tool.call.result", "r".repeat(65536))],
+            )]
         };
-        let transport = Transport::http("1.1", Some(Peer::Socket("127.0.0.1:40000".parse().unwrap())));
-        for round in 0..3 {
-            let started = std::time::Instant::now();
-            for _ in 0..100_000 {
-                let op = Operation::server(&message, None, &transport);
-                let _in = op.context().clone().attach();
-                op.end(Ending::Ok);
-            }
-            println!("round {round}: {:.0} ns per operation", started.elapsed().as_nanos() as f64 / 100_000.0);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests_support {
-    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
-    use opentelemetry::KeyValue;
-    use opentelemetry_sdk::trace::SpanData;
-
-    /// A `tools/call` SERVER span as an HTTP server makes it.
-    pub fn typical_span() -> SpanData {
-        SpanData {
-            span_context: SpanContext::new(
-                TraceId::from(7),
-                SpanId::from(9),
-                TraceFlags::SAMPLED,
-                false,
-                TraceState::default(),
-            ),
-            parent_span_id: SpanId::from(3),
-            parent_span_is_remote: true,
-            span_kind: SpanKind::Server,
-            name: "tools/call echo".to_owned().into(),
-            start_time: std::time::SystemTime::now(),
-            end_time: std::time::SystemTime::now(),
-            attributes: vec![
-                KeyValue::new("mcp.method.name", "tools/call"),
-                KeyValue::new("jsonrpc.request.id", "1".to_owned()),
-                KeyValue::new("gen_ai.tool.name", "echo".to_owned()),
-                KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                KeyValue::new("mcp.protocol.version", "2026-07-28"),
-                KeyValue::new("network.transport", "tcp"),
-                KeyValue::new("network.protocol.name", "http"),
-                KeyValue::new("network.protocol.version", "1.1"),
-                KeyValue::new("client.address", "127.0.0.1".to_owned()),
-                KeyValue::new("client.port", 40000_i64),
-            ],
-            dropped_attributes_count: 0,
-            events: Default::default(),
-            links: Default::default(),
-            status: opentelemetry::trace::Status::Unset,
-            instrumentation_scope: opentelemetry::InstrumentationScope::builder("mcp-stack")
-                .with_version("0.1")
-                .build(),
-        }
+        assert_eq!(encoder.encode(&mut queue(big(), false)), reference(&resource, big()).as_slice());
+        let kept: usize = encoder
+            .scopes
+            .iter()
+            .flat_map(|slot| &slot.message.spans)
+            .chain(&encoder.spare_spans)
+            .flat_map(|span| &span.attributes)
+            .chain(&encoder.spare_attributes)
+            .filter_map(|a| match &a.value {
+                Some(AnyValue { value: Some(any_value::Value::StringValue(text)) }) => Some(text.capacity()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        assert!(kept <= LARGE_TEXT, "a buffer of {kept} bytes was kept");
     }
 }

@@ -33,8 +33,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_types::RequestId;
-use opentelemetry::trace::{Link, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::trace::{Link, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags};
 use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDecision, SpanData};
 
 use super::labels::{Failure, Labels, Target};
 use super::metrics::{self, Side};
@@ -137,11 +138,20 @@ pub enum Ending<'a> {
 
 /// A message's span (when spans are made) and its duration, from start to [`Operation::end`]; one
 /// dropped before that ends as [`Ending::Cancelled`].
+///
+/// The span is recorded here rather than through the SDK's span: the sampler and the ids are the
+/// SDK's, the context the message is handled in carries the span's context as any span's would,
+/// and the ended span goes to the export queue as the SDK's would. What the SDK's span adds (a
+/// span builder, a locked span others may change, a copy at the end, an attribute list grown one
+/// at a time) was most of what a span cost a request, and nothing here changes a span once begun
+/// but this operation. So the span of the context a handler runs in is not a recording one:
+/// attributes or events set on it are not kept (nothing in this library sets any).
 #[must_use = "an operation is recorded when it ends"]
 pub struct Operation {
     side: Side,
     cx: Context,
-    recording: bool,
+    /// The span being recorded (sampled); `None` when none is.
+    span: Option<Recorded>,
     started: Instant,
     method: &'static str,
     target: Option<(TargetKind, String)>,
@@ -151,6 +161,18 @@ pub struct Operation {
     server: Option<(Arc<str>, u16)>,
     content: bool,
     ended: bool,
+}
+
+/// A sampled span, as it will be exported once it ends.
+struct Recorded {
+    context: SpanContext,
+    parent: SpanId,
+    parent_is_remote: bool,
+    kind: SpanKind,
+    name: std::borrow::Cow<'static, str>,
+    start: std::time::SystemTime,
+    attributes: Vec<KeyValue>,
+    link: Option<SpanContext>,
 }
 
 /// What a message's target is.
@@ -312,7 +334,7 @@ impl Operation {
         let mut op = Operation {
             side,
             cx: parent,
-            recording: false,
+            span: None,
             started: Instant::now(),
             method: known_method(message.method).unwrap_or("_OTHER"),
             target: None,
@@ -331,33 +353,54 @@ impl Operation {
         {
             op.target = Some((kind, cut(target)));
         }
-        let Some(tracer) = super::tracer(&op.cx) else {
+        let Some(tracing) = super::tracing(&op.cx) else {
             // No span: the parent context is passed on, unsampled when the sampler dropped it.
             if let Some(dropped) = super::dropped_context(&op.cx) {
                 op.cx = dropped;
             }
             return op;
         };
-        // The attributes go in with the builder: the span takes the vector as it is, rather than
-        // growing its own one attribute at a time.
+        let name = span_name(message.method, kind, message.target);
+        let span_kind = if side == Side::Server { SpanKind::Server } else { SpanKind::Client };
         let mut attributes = span_attributes(side, message, kind, transport);
-        let content = kind == Some(TargetKind::Tool) && super::config::capture_content();
-        if content {
-            if let Some(arguments) = message.params.and_then(tool_arguments) {
-                attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+        let ids = RandomIdGenerator::default();
+        let (trace_id, parent_id, parent_is_remote, parent_flags) = {
+            let parent_span = op.cx.span();
+            let parent = parent_span.span_context();
+            match parent.is_valid() {
+                true => (parent.trace_id(), parent.span_id(), parent.is_remote(), parent.trace_flags()),
+                false => (ids.new_trace_id(), SpanId::INVALID, false, TraceFlags::default()),
             }
+        };
+        let links: Vec<Link> = link.iter().map(|l| Link::with_context(l.clone())).collect();
+        let sampled = tracing.sampler.should_sample(Some(&op.cx), trace_id, &name, &span_kind, &attributes, &links);
+        // As the SDK's tracer: the parent's flags, sampled or not by the decision (`RecordOnly`
+        // is not sampled, and only sampled spans are exported).
+        let flags = parent_flags.with_sampled(matches!(sampled.decision, SamplingDecision::RecordAndSample));
+        let context = SpanContext::new(trace_id, ids.new_span_id(), flags, false, sampled.trace_state);
+        op.cx = op.cx.with_remote_span_context(context.clone());
+        if flags.is_sampled() {
+            attributes.extend(sampled.attributes);
+            op.content = kind == Some(TargetKind::Tool) && super::config::capture_content();
+            if op.content {
+                if let Some(arguments) = message.params.and_then(tool_arguments) {
+                    attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+                }
+            }
+            // The span and the histogram's duration begin together.
+            op.started = Instant::now();
+            let start = std::time::SystemTime::now();
+            op.span = Some(Recorded {
+                context,
+                parent: parent_id,
+                parent_is_remote,
+                kind: span_kind,
+                name,
+                start,
+                attributes,
+                link,
+            });
         }
-        let mut builder = tracer
-            .span_builder(span_name(message.method, kind, message.target))
-            .with_kind(if side == Side::Server { SpanKind::Server } else { SpanKind::Client })
-            .with_attributes(attributes);
-        if let Some(link) = link {
-            builder = builder.with_links(vec![Link::with_context(link)]);
-        }
-        let span = builder.start_with_context(tracer, &op.cx);
-        op.recording = opentelemetry::trace::Span::is_recording(&span);
-        op.content = content && op.recording;
-        op.cx = op.cx.with_span(span);
         op
     }
 
@@ -379,9 +422,9 @@ impl Operation {
     }
 
     /// Records a tool call's result (JSON text), when [`Operation::wants_result`].
-    pub fn record_result(&self, result: &str) {
-        if self.content && result.len() <= MAX_CONTENT {
-            self.cx.span().set_attribute(KeyValue::new("gen_ai.tool.call.result", result.to_owned()));
+    pub fn record_result(&mut self, result: &str) {
+        if let (true, true, Some(span)) = (self.content, result.len() <= MAX_CONTENT, &mut self.span) {
+            span.attributes.push(KeyValue::new("gen_ai.tool.call.result", result.to_owned()));
         }
     }
 
@@ -394,23 +437,11 @@ impl Operation {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
-        let seconds = self.started.elapsed().as_secs_f64();
-        if self.recording {
-            let span = self.cx.span();
-            if let Some((error_type, code)) = &error_type(&ending) {
-                span.set_attribute(KeyValue::new("error.type", error_type.clone()));
-                if let Some(code) = code {
-                    span.set_attribute(KeyValue::new("rpc.response.status_code", code.clone()));
-                }
-            }
-            match ending {
-                Ending::Error { message, .. } => span.set_status(Status::error(cut(message))),
-                Ending::ToolError | Ending::Cancelled => span.set_status(Status::error("")),
-                Ending::Ok => {}
-            }
-            span.end();
+        let elapsed = self.started.elapsed();
+        if let Some(span) = self.span.take() {
+            super::export::enqueue(ended(span, &ending, elapsed));
         }
-        metrics::operation(self.side, seconds, &self.labels(failure(&ending)));
+        metrics::operation(self.side, elapsed.as_secs_f64(), &self.labels(failure(&ending)));
     }
 
     /// The histogram's labels: the low-cardinality attributes.
@@ -434,6 +465,38 @@ impl Operation {
 impl Drop for Operation {
     fn drop(&mut self) {
         self.finish(Ending::Cancelled);
+    }
+}
+
+/// A recorded span ended so, `elapsed` after it began, as the SDK would have ended it.
+fn ended(mut span: Recorded, ending: &Ending<'_>, elapsed: std::time::Duration) -> SpanData {
+    if let Some((error_type, code)) = error_type(ending) {
+        span.attributes.push(KeyValue::new("error.type", error_type));
+        if let Some(code) = code {
+            span.attributes.push(KeyValue::new("rpc.response.status_code", code));
+        }
+    }
+    let status = match ending {
+        Ending::Error { message, .. } => Status::error(cut(message)),
+        Ending::ToolError | Ending::Cancelled => Status::error(""),
+        Ending::Ok => Status::Unset,
+    };
+    let mut links = opentelemetry_sdk::trace::SpanLinks::default();
+    links.links.extend(span.link.map(Link::with_context));
+    SpanData {
+        span_context: span.context,
+        parent_span_id: span.parent,
+        parent_span_is_remote: span.parent_is_remote,
+        span_kind: span.kind,
+        name: span.name,
+        start_time: span.start,
+        end_time: span.start + elapsed,
+        attributes: span.attributes,
+        dropped_attributes_count: 0,
+        events: opentelemetry_sdk::trace::SpanEvents::default(),
+        links,
+        status,
+        instrumentation_scope: super::scope(),
     }
 }
 
