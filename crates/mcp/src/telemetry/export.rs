@@ -1,5 +1,5 @@
 //! OTLP over HTTP with protobuf, sent through our hyper client (the environment's proxies, and
-//! TLS when built with `tls`), off the request path: spans as [`super::otlp`] encodes them,
+//! TLS when built with `tls`), off the request path: spans as the `otlp` module encodes them,
 //! metrics through the `opentelemetry-otlp` exporter.
 //!
 //! An ended span that is sampled goes into a bounded queue (`Queue`, `OTEL_BSP_MAX_QUEUE_SIZE`)
