@@ -521,7 +521,11 @@ mod tests {
         let before = dropped_lines();
         let started = Instant::now();
         for i in 0..QUEUE_LINES + 1000 {
-            log.write_line(format!("{{\"n\":{i}}}\n").into_bytes());
+            // The first line is larger than the writer's 64 KiB buffer, so it reaches the stalled
+            // destination at once. Small lines alone could all fit in that buffer when the writer
+            // keeps pace with this loop, and then none was dropped (a flaky test).
+            let padding = if i == 0 { "x".repeat(64 * 1024) } else { String::new() };
+            log.write_line(format!("{{\"n\":{i}{padding}}}\n").into_bytes());
         }
         assert!(started.elapsed() < Duration::from_secs(2), "logging waited: {:?}", started.elapsed());
         // The writer holds one line; the queue the next QUEUE_LINES; the rest are dropped.
