@@ -159,7 +159,7 @@ pub fn prepare(sandbox: &Sandbox, command: &mut Command) -> io::Result<Box<dyn A
 /// Starts `command` inside `sandbox` without `fork` ([`crate::launch`]).
 pub fn start(sandbox: &Sandbox, command: &Command, options: StartOptions) -> StartResult {
     let launch = launch_of(command);
-    let (guard, setup, env) = confined(sandbox, launch.clone(), options.die_with_parent)?;
+    let (guard, setup, env) = confined(sandbox, &launch, options.die_with_parent)?;
     let exec = exec_of(&launch, &env, options)?;
     let launched = crate::launch::launch(&setup, &exec).map_err(|e| explain(&guard, e))?;
     drop(setup); // the child's ends and the ruleset, ours no longer needed
@@ -214,7 +214,7 @@ fn exec_of(launch: &Launch, env: &[(OsString, OsString)], options: StartOptions)
 
 /// `command` made ready to start inside `sandbox` with the steps as its `pre_exec` hook.
 fn guarded(sandbox: &Sandbox, command: &mut Command, die_with_parent: bool) -> io::Result<Guard> {
-    let (guard, setup, env) = confined(sandbox, launch_of(command), die_with_parent)?;
+    let (guard, setup, env) = confined(sandbox, &launch_of(command), die_with_parent)?;
     command.env_clear();
     command.envs(env);
     kernel::install(command, setup);
@@ -226,7 +226,7 @@ type Environment = Vec<(OsString, OsString)>;
 
 /// What a start inside `sandbox` needs: what lives as long as the process, what its child does
 /// before `execve`, and its whole environment.
-fn confined(sandbox: &Sandbox, launch: Launch, die_with_parent: bool) -> io::Result<(Guard, ChildSetup, Environment)> {
+fn confined(sandbox: &Sandbox, launch: &Launch, die_with_parent: bool) -> io::Result<(Guard, ChildSetup, Environment)> {
     let learning_policy;
     let policy = if sandbox.learning {
         // Every host, through the proxy that notes its name.
@@ -339,9 +339,9 @@ struct ForStart {
 /// The plan, its Landlock grants and the shared temporary directory for `launch`: kept from the
 /// last start of the same command, else made (and kept, unless learning); with what is made
 /// ahead for the command's starts when it was kept.
-fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: Support) -> io::Result<ForStart> {
+fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: &Launch, support: Support) -> io::Result<ForStart> {
     let mut kept = sandbox.prepared.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = kept.as_ref().filter(|p| p.launch == launch && !sandbox.learning) {
+    if let Some(p) = kept.as_ref().filter(|p| p.launch == *launch && !sandbox.learning) {
         return Ok(ForStart {
             plan: p.plan.clone(),
             grants: p.grants.clone(),
@@ -356,7 +356,7 @@ fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: 
     sweep_once(leftovers);
     let tmp = Arc::new(PrivateTmp::create(&std::env::temp_dir())?);
     let ours: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let plan = Arc::new(Plan::new(policy, &launch, &sandbox.roots, tmp.path(), &ours));
+    let plan = Arc::new(Plan::new(policy, launch, &sandbox.roots, tmp.path(), &ours));
     let grants = match support.abi {
         0 => None,
         _ if sandbox.learning => None,
@@ -364,6 +364,7 @@ fn prepared(sandbox: &Sandbox, policy: &crate::Policy, launch: Launch, support: 
     };
     if !sandbox.learning {
         let spares = Spares::default();
+        let launch = launch.clone();
         *kept = Some(Prepared { launch, plan: plan.clone(), grants: grants.clone(), tmp: tmp.clone(), spares });
     }
     Ok(ForStart { plan, grants, shared_tmp: tmp, spares: None })

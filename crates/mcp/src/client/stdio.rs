@@ -276,7 +276,7 @@ impl Sender for StdioSender {
             if exited_by(child, Instant::now() + Duration::from_secs(1)).await {
                 return;
             }
-            end(child);
+            child.end();
         })
     }
 
@@ -340,7 +340,7 @@ impl Drop for StdioSender {
     /// A client dropped without `close()` ends its child: no orphans, no zombies.
     fn drop(&mut self) {
         if let Some(mut running) = self.child.lock().unwrap().take() {
-            end(&mut running.child);
+            running.child.end();
         }
     }
 }
@@ -364,11 +364,6 @@ fn terminate(child: &Process) {
     super::process::signal(child.id(), libc::SIGTERM);
     #[cfg(not(unix))]
     let _ = child;
-}
-
-/// Kills and reaps a child.
-fn end(child: &mut Process) {
-    child.end();
 }
 
 /// A started server process, not yet connected. Dropped unconnected, it is killed and reaped.
@@ -396,7 +391,7 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            end(&mut child);
+            child.end();
         }
     }
 }

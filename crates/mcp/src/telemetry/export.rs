@@ -4,8 +4,8 @@
 //!
 //! An ended span that is sampled goes into a bounded queue (`Queue`, `OTEL_BSP_MAX_QUEUE_SIZE`)
 //! with a non-blocking send, from this library's operations and from the SDK's tracer (the
-//! `Batcher` processor, for the other spans); one task drains it in batches (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or
-//! whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
+//! `Batcher` processor, for the other spans); one task drains it in batches
+//! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
 //! and exports one batch at a time, each export bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task,
 //! and every export request, runs on a runtime of its own, on a thread of its own: a server's
 //! threads never wait for a collector. When the
@@ -121,31 +121,51 @@ impl Sender {
         request
             .headers_mut()
             .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-protobuf"));
-        let exchange = async {
-            let response = match self.client.request(request).await {
-                Ok(response) => response,
-                Err(e) => return Err((("export_failed", e.to_string()), Some(None))),
-            };
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok()?.trim().parse().ok())
-                .map(Duration::from_secs);
-            // Read (a bounded part of) the answer, so that the connection can be used again.
-            let _ = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE).collect().await;
-            if status.is_success() {
-                return Ok(());
-            }
-            let busy = matches!(status.as_u16(), 429 | 502 | 503 | 504);
-            Err((("export_failed", format!("the collector answered {status}")), busy.then_some(retry_after)))
-        };
-        match tokio::time::timeout(target.timeout, exchange).await {
-            Ok(result) => result,
+        // The answer's body is read only so that the connection can be used again.
+        let response = match self.exchange(request, target.timeout).await {
+            Ok((response, _body)) => response,
+            Err(Unanswered::Failed(e)) => return Err((("export_failed", e), Some(None))),
             // Not tried again: a collector that hangs has had its time.
-            Err(_) => Err((("timeout", format!("no answer within {:?}", target.timeout)), None)),
+            Err(Unanswered::TimedOut) => {
+                return Err((("timeout", format!("no answer within {:?}", target.timeout)), None));
+            }
+        };
+        if response.status.is_success() {
+            return Ok(());
         }
+        let retry_after = response
+            .headers
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok()?.trim().parse().ok())
+            .map(Duration::from_secs);
+        let busy = matches!(response.status.as_u16(), 429 | 502 | 503 | 504);
+        let failure = ("export_failed", format!("the collector answered {}", response.status));
+        Err((failure, busy.then_some(retry_after)))
     }
+
+    /// Sends `request` and reads (a bounded part of) its answer, within `timeout`: the answer's
+    /// head, and its body or why it could not be read.
+    async fn exchange(
+        &self,
+        request: http::Request<http_body_util::Full<Bytes>>,
+        timeout: Duration,
+    ) -> Result<(http::response::Parts, Result<Bytes, String>), Unanswered> {
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| Unanswered::Failed(e.to_string()))?;
+            let (parts, body) = response.into_parts();
+            let body = http_body_util::Limited::new(body, MAX_RESPONSE).collect().await;
+            Ok((parts, body.map(|b| b.to_bytes()).map_err(|e| e.to_string())))
+        };
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(Unanswered::TimedOut))
+    }
+}
+
+/// Why a request to the collector got no answer.
+enum Unanswered {
+    /// The request failed (no connection, a broken one).
+    Failed(String),
+    /// No answer within the time allowed.
+    TimedOut,
 }
 
 #[async_trait::async_trait]
@@ -153,19 +173,12 @@ impl HttpClient for Sender {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
         let (parts, body) = request.into_parts();
         let request = Request::from_parts(parts, http_body_util::Full::new(body));
-        let client = self.client.clone();
-        let timeout = self.timeout;
+        let sender = self.clone();
         let sent = runtime().spawn(async move {
-            let exchange = async {
-                let response = client.request(request).await.map_err(|e| e.to_string())?;
-                let (parts, body) = response.into_parts();
-                let body = http_body_util::Limited::new(body, MAX_RESPONSE);
-                let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-                Ok::<_, String>(Response::from_parts(parts, bytes))
-            };
-            match tokio::time::timeout(timeout, exchange).await {
-                Ok(result) => result,
-                Err(_) => Err(format!("no answer within {timeout:?}")),
+            match sender.exchange(request, sender.timeout).await {
+                Ok((parts, body)) => body.map(|bytes| Response::from_parts(parts, bytes)),
+                Err(Unanswered::Failed(e)) => Err(e),
+                Err(Unanswered::TimedOut) => Err(format!("no answer within {:?}", sender.timeout)),
             }
         });
         match sent.await {

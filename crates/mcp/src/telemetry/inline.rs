@@ -13,6 +13,7 @@ use std::time::SystemTime;
 
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceState};
 use opentelemetry::{InstrumentationScope, Value};
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_sdk::trace::SpanData;
 
 /// Bytes of text a compact span holds at most (its name, attribute keys and text values, its
@@ -40,7 +41,7 @@ impl Queued {
     }
 }
 
-/// Where a piece of text lies in [`Compact::text`].
+/// Where a piece of text lies in [`Compact::all_text`].
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Text {
     start: u16,
@@ -50,7 +51,7 @@ pub(crate) struct Text {
 /// An attribute's value.
 #[derive(Clone, Copy)]
 pub(crate) enum Inline {
-    /// Text, in [`Compact::text`].
+    /// Text, in [`Compact::all_text`].
     Text(Text),
     /// An integer.
     Int(i64),
@@ -68,7 +69,7 @@ pub(crate) struct Compact {
     pub span_kind: SpanKind,
     pub start_time: SystemTime,
     pub end_time: SystemTime,
-    /// Unset, Ok or Error (with [`Compact::status_message`]).
+    /// Unset, Ok or Error (with [`Compact::status_message`]), as the protocol writes it.
     pub status: StatusCode,
     pub status_message: Text,
     pub name: Text,
@@ -77,14 +78,6 @@ pub(crate) struct Compact {
     attribute_count: u8,
     text: [u8; TEXT],
     text_len: u16,
-}
-
-/// A span status's code.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StatusCode {
-    Unset,
-    Ok,
-    Error,
 }
 
 impl Compact {
@@ -104,7 +97,7 @@ impl Compact {
             span_kind: span.span_kind.clone(),
             start_time: span.start_time,
             end_time: span.end_time,
-            status: StatusCode::Unset,
+            status: StatusCode::from(&span.status),
             status_message: Text::default(),
             name: Text::default(),
             dropped_attributes_count: span.dropped_attributes_count,
@@ -114,11 +107,9 @@ impl Compact {
             text_len: 0,
         };
         compact.name = compact.push(&span.name)?;
-        (compact.status, compact.status_message) = match &span.status {
-            Status::Unset => (StatusCode::Unset, Text::default()),
-            Status::Ok => (StatusCode::Ok, Text::default()),
-            Status::Error { description } => (StatusCode::Error, compact.push(description)?),
-        };
+        if let Status::Error { description } = &span.status {
+            compact.status_message = compact.push(description)?;
+        }
         for (i, attribute) in span.attributes.iter().enumerate() {
             let key = compact.push(attribute.key.as_str())?;
             let value = match &attribute.value {

@@ -21,7 +21,7 @@ use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::trace::SpanData;
 use prost::Message as _;
 
-use super::inline::{Compact, Inline, Queued, StatusCode};
+use super::inline::{Compact, Inline, Queued};
 
 /// Where spans are posted: the URL, the headers and the time one request may take, as the
 /// exporter specification's variables give them.
@@ -314,27 +314,19 @@ fn fill_compact(message: &mut Span, span: &Compact, spare: &mut Vec<KeyValue>) {
         overwrite_text(&mut message.key, Compact::piece(text, *key));
         message.key_strindex = 0;
         let any = message.value.get_or_insert_with(AnyValue::default);
-        any.value = match (*value, any.value.take()) {
-            (Inline::Text(at), Some(any_value::Value::StringValue(mut buffer))) => {
-                overwrite_text(&mut buffer, Compact::piece(text, at));
-                Some(any_value::Value::StringValue(buffer))
-            }
-            (Inline::Text(at), _) => Some(any_value::Value::StringValue(Compact::piece(text, at).to_owned())),
-            (Inline::Int(n), _) => Some(any_value::Value::IntValue(n)),
-            (Inline::Bool(b), _) => Some(any_value::Value::BoolValue(b)),
-            (Inline::Float(f), _) => Some(any_value::Value::DoubleValue(f)),
-        };
+        match *value {
+            Inline::Text(at) => overwrite_string(any, Compact::piece(text, at)),
+            Inline::Int(n) => any.value = Some(any_value::Value::IntValue(n)),
+            Inline::Bool(b) => any.value = Some(any_value::Value::BoolValue(b)),
+            Inline::Float(f) => any.value = Some(any_value::Value::DoubleValue(f)),
+        }
     }
     message.dropped_events_count = 0;
     message.events.clear();
     message.dropped_links_count = 0;
     message.links.clear();
     let status = message.status.get_or_insert_with(Status::default);
-    status.code = match span.status {
-        StatusCode::Unset => status::StatusCode::Unset,
-        StatusCode::Ok => status::StatusCode::Ok,
-        StatusCode::Error => status::StatusCode::Error,
-    } as i32;
+    status.code = span.status as i32;
     overwrite_text(&mut status.message, Compact::piece(text, span.status_message));
 }
 
@@ -411,17 +403,21 @@ fn resize_attributes(target: &mut Vec<KeyValue>, wanted: usize, spare: &mut Vec<
 
 /// Writes `value` over `message`; a string over a string without allocating.
 fn overwrite_value(message: &mut AnyValue, value: &Value) {
-    message.value = match (value, message.value.take()) {
-        (Value::String(text), Some(any_value::Value::StringValue(mut buffer))) => {
-            overwrite_text(&mut buffer, text.as_str());
-            Some(any_value::Value::StringValue(buffer))
-        }
-        (Value::String(text), _) => Some(any_value::Value::StringValue(text.as_str().to_owned())),
-        (Value::I64(n), _) => Some(any_value::Value::IntValue(*n)),
-        (Value::Bool(b), _) => Some(any_value::Value::BoolValue(*b)),
-        (Value::F64(f), _) => Some(any_value::Value::DoubleValue(*f)),
-        (other, _) => AnyValue::from(other.clone()).value,
-    };
+    match value {
+        Value::String(text) => overwrite_string(message, text.as_str()),
+        Value::I64(n) => message.value = Some(any_value::Value::IntValue(*n)),
+        Value::Bool(b) => message.value = Some(any_value::Value::BoolValue(*b)),
+        Value::F64(f) => message.value = Some(any_value::Value::DoubleValue(*f)),
+        other => *message = AnyValue::from(other.clone()),
+    }
+}
+
+/// Writes `text` over `message`, into the string it holds when it holds one.
+fn overwrite_string(message: &mut AnyValue, text: &str) {
+    match &mut message.value {
+        Some(any_value::Value::StringValue(buffer)) => overwrite_text(buffer, text),
+        other => *other = Some(any_value::Value::StringValue(text.to_owned())),
+    }
 }
 
 fn key_value(attribute: opentelemetry::KeyValue) -> KeyValue {

@@ -172,7 +172,7 @@ struct Recorded {
     name: std::borrow::Cow<'static, str>,
     start: std::time::SystemTime,
     attributes: Vec<KeyValue>,
-    link: Option<SpanContext>,
+    links: Vec<Link>,
 }
 
 /// What a message's target is.
@@ -263,16 +263,28 @@ fn known_version(version: &str) -> std::borrow::Cow<'static, str> {
     }
 }
 
-/// The span's name: `{method} {target}` for a tool or prompt, else the method.
-fn span_name(method: &str, kind: Option<TargetKind>, target: Option<&str>) -> std::borrow::Cow<'static, str> {
+/// A method as spans write it: `known` (its [`known_method`]), static text, when it is one;
+/// else cut.
+fn method_text(method: &str, known: Option<&'static str>) -> std::borrow::Cow<'static, str> {
+    match known {
+        Some(known) => known.into(),
+        None => cut(method).into(),
+    }
+}
+
+/// The span's name: `{method} {target}` for a tool or prompt, else the method (`known` its
+/// [`known_method`]).
+fn span_name(
+    method: &str,
+    known: Option<&'static str>,
+    kind: Option<TargetKind>,
+    target: Option<&str>,
+) -> std::borrow::Cow<'static, str> {
     match (kind, target) {
         (Some(TargetKind::Tool | TargetKind::Prompt), Some(target)) => {
             format!("{} {}", cut(method), cut(target)).into()
         }
-        _ => match known_method(method) {
-            Some(known) => known.into(),
-            None => cut(method).into(),
-        },
+        _ => method_text(method, known),
     }
 }
 
@@ -331,12 +343,13 @@ impl Operation {
         link: Option<SpanContext>,
     ) -> Operation {
         let kind = target_kind(message.method);
+        let known = known_method(message.method);
         let mut op = Operation {
             side,
             cx: parent,
             span: None,
             started: Instant::now(),
-            method: known_method(message.method).unwrap_or("_OTHER"),
+            method: known.unwrap_or("_OTHER"),
             target: None,
             protocol_version: message.protocol_version.map(known_version),
             network: transport.network,
@@ -360,9 +373,10 @@ impl Operation {
             }
             return op;
         };
-        let name = span_name(message.method, kind, message.target);
+        let name = span_name(message.method, known, kind, message.target);
         let span_kind = if side == Side::Server { SpanKind::Server } else { SpanKind::Client };
-        let mut attributes = span_attributes(side, message, kind, transport);
+        let described = Described { known, kind, protocol_version: op.protocol_version.as_ref() };
+        let mut attributes = span_attributes(side, message, &described, transport);
         let ids = RandomIdGenerator::default();
         let (trace_id, parent_id, parent_is_remote, parent_flags) = {
             let parent_span = op.cx.span();
@@ -372,7 +386,7 @@ impl Operation {
                 false => (ids.new_trace_id(), SpanId::INVALID, false, TraceFlags::default()),
             }
         };
-        let links: Vec<Link> = link.iter().map(|l| Link::with_context(l.clone())).collect();
+        let links: Vec<Link> = link.into_iter().map(Link::with_context).collect();
         let sampled = tracing.sampler.should_sample(Some(&op.cx), trace_id, &name, &span_kind, &attributes, &links);
         // As the SDK's tracer: the parent's flags, sampled or not by the decision (`RecordOnly`
         // is not sampled, and only sampled spans are exported).
@@ -398,7 +412,7 @@ impl Operation {
                 name,
                 start,
                 attributes,
-                link,
+                links,
             });
         }
         op
@@ -482,7 +496,7 @@ fn ended(mut span: Recorded, ending: &Ending<'_>, elapsed: std::time::Duration) 
         Ending::Ok => Status::Unset,
     };
     let mut links = opentelemetry_sdk::trace::SpanLinks::default();
-    links.links.extend(span.link.map(Link::with_context));
+    links.links = span.links;
     SpanData {
         span_context: span.context,
         parent_span_id: span.parent,
@@ -520,19 +534,25 @@ fn error_type(ending: &Ending<'_>) -> Option<(String, Option<String>)> {
     }
 }
 
+/// What the operation already made of its message: the method's [`known_method`], what its
+/// target is, and its protocol version as [`known_version`] keeps it.
+struct Described<'a> {
+    known: Option<&'static str>,
+    kind: Option<TargetKind>,
+    protocol_version: Option<&'a std::borrow::Cow<'static, str>>,
+}
+
 /// A span's attributes (those known when it starts).
 fn span_attributes(
     side: Side,
     message: &Message<'_>,
-    kind: Option<TargetKind>,
+    described: &Described<'_>,
     transport: &Transport,
 ) -> Vec<KeyValue> {
+    let kind = described.kind;
     let mut attributes = Vec::with_capacity(13);
     // Known methods and versions are static text: no copy per span.
-    attributes.push(match known_method(message.method) {
-        Some(method) => KeyValue::new("mcp.method.name", method),
-        None => KeyValue::new("mcp.method.name", cut(message.method)),
-    });
+    attributes.push(KeyValue::new("mcp.method.name", method_text(message.method, described.known)));
     if let Some(id) = message.request_id {
         attributes.push(KeyValue::new("jsonrpc.request.id", id_text(id)));
     }
@@ -546,10 +566,10 @@ fn span_attributes(
         (Some(TargetKind::Resource), Some(uri)) => attributes.push(KeyValue::new("mcp.resource.uri", cut(uri))),
         _ => {}
     }
-    if let Some(version) = message.protocol_version {
-        attributes.push(match known_version(version) {
-            std::borrow::Cow::Borrowed(known) => KeyValue::new("mcp.protocol.version", known),
-            std::borrow::Cow::Owned(_) => KeyValue::new("mcp.protocol.version", cut(version)),
+    if let Some(version) = described.protocol_version {
+        attributes.push(match version {
+            std::borrow::Cow::Borrowed(known) => KeyValue::new("mcp.protocol.version", *known),
+            std::borrow::Cow::Owned(other) => KeyValue::new("mcp.protocol.version", cut(other)),
         });
     }
     attributes.push(KeyValue::new("network.transport", transport.network));
@@ -627,10 +647,11 @@ mod tests {
 
     #[test]
     fn names_and_metric_labels_follow_the_conventions() {
-        assert_eq!(span_name("tools/call", Some(TargetKind::Tool), Some("echo")), "tools/call echo");
-        assert_eq!(span_name("prompts/get", Some(TargetKind::Prompt), Some("greet")), "prompts/get greet");
-        assert_eq!(span_name("resources/read", Some(TargetKind::Resource), Some("file:///a")), "resources/read");
-        assert_eq!(span_name("server/discover", None, None), "server/discover");
+        let name = |method, target| span_name(method, known_method(method), target_kind(method), target);
+        assert_eq!(name("tools/call", Some("echo")), "tools/call echo");
+        assert_eq!(name("prompts/get", Some("greet")), "prompts/get greet");
+        assert_eq!(name("resources/read", Some("file:///a")), "resources/read");
+        assert_eq!(name("server/discover", None), "server/discover");
         assert_eq!(known_method("x/unheard-of"), None);
         assert_eq!(id_text(&RequestId::Number(10)), "10");
         assert_eq!(id_text(&RequestId::String("request-7".into())), "request-7");
