@@ -1,18 +1,19 @@
 //! OTLP over HTTP with protobuf, sent through our hyper client (the environment's proxies, and
-//! TLS when built with `tls`), off the request path: spans as the `otlp` module encodes them,
-//! metrics through the `opentelemetry-otlp` exporter.
+//! TLS when built with `tls`), off the request path: spans as the `wire` and `otlp` modules
+//! write them, metrics through the `opentelemetry-otlp` exporter.
 //!
 //! An ended span that is sampled goes into a bounded queue (`Queue`, `OTEL_BSP_MAX_QUEUE_SIZE`)
-//! with a non-blocking send, from this library's operations and from the SDK's tracer (the
-//! `Batcher` processor, for the other spans); one task drains it in batches
-//! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken once per batch rather than per span,
-//! and exports one batch at a time, each export bounded by `OTEL_BSP_EXPORT_TIMEOUT`. That task,
-//! and every export request, runs on a runtime of its own, on a thread of its own: a server's
-//! threads never wait for a collector. When the
-//! collector is slow or gone, the queue fills and the spans that do not fit are dropped, and
-//! counted (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the
-//! collector did not take is counted as failed (`otel.sdk.exporter.span.exported` with the
-//! failure's `error.type`). The first failure in a row is said on stderr, and the recovery.
+//! with a non-blocking send, its slot taken before the span is finished (a full queue costs
+//! nothing more), from this library's operations and from the SDK's tracer (the `Batcher`
+//! processor, for the other spans). One task drains it in batches
+//! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken
+//! once per batch rather than per span, and exports one batch at a time, each export bounded by
+//! `OTEL_BSP_EXPORT_TIMEOUT`. That task, and every export request, runs on a runtime of its own,
+//! on a thread of its own: a server's threads never wait for a collector. When the collector is
+//! slow or gone, the queue fills and the spans that do not fit are dropped, and counted
+//! (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the collector
+//! did not take is counted as failed (`otel.sdk.exporter.span.exported` with the failure's
+//! `error.type`). The first failure in a row is said on stderr, and the recovery.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -28,8 +29,8 @@ use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
 use tokio::sync::{mpsc, oneshot};
 
 use super::config::{Batch, Config};
-use super::inline::Queued;
 use super::otlp::{Encoder, Target};
+use super::wire::Queued;
 
 /// The largest response body read from a collector.
 const MAX_RESPONSE: usize = 4 * 1024 * 1024;
@@ -307,26 +308,20 @@ static COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
 #[derive(Debug)]
 struct Queue {
     spans: mpsc::Sender<Queued>,
-    /// This library's scope: its spans are queued compact.
-    scope: opentelemetry::InstrumentationScope,
     /// Told when a full batch is waiting (the export task is not woken for each span).
     full: std::sync::Arc<tokio::sync::Notify>,
     max_batch: u64,
 }
 
 impl Queue {
-    /// Queues an ended span for export when it is sampled; counts it dropped when the queue is
-    /// full.
-    fn push(&self, span: SpanData) {
-        if !span.span_context.is_sampled() {
-            return;
-        }
+    /// Queues the span `span` makes for export; counts it dropped when the queue is full.
+    fn push(&self, span: impl FnOnce() -> Queued) {
         let stats = stats();
-        // The slot is taken before the span is copied: a full queue (a collector down) costs
-        // no copy.
+        // The slot is taken before the span is made: a full queue (a collector down) costs
+        // neither the span nor its copy.
         match self.spans.try_reserve() {
             Ok(slot) => {
-                slot.send(Queued::new(span, &self.scope));
+                slot.send(span());
                 stats.queued.fetch_add(1, Ordering::Relaxed);
                 // Wrapping: the export task may take the span (and count it down) first.
                 if stats.waiting.fetch_add(1, Ordering::Relaxed).wrapping_add(1) == self.max_batch {
@@ -343,8 +338,9 @@ impl Queue {
 /// The export queue, once spans are exported.
 static QUEUE: OnceLock<std::sync::Arc<Queue>> = OnceLock::new();
 
-/// Queues an ended span for export (this library's operations end their spans so).
-pub(crate) fn enqueue(span: SpanData) {
+/// Queues the span `span` writes for export (this library's operations end their spans so),
+/// unless the queue is full.
+pub(crate) fn enqueue(span: impl FnOnce() -> Queued) {
     if let Some(queue) = QUEUE.get() {
         queue.push(span);
     }
@@ -362,7 +358,9 @@ impl SpanProcessor for Batcher {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
     fn on_end(&self, span: SpanData) {
-        self.queue.push(span);
+        if span.span_context.is_sampled() {
+            self.queue.push(|| Queued::Full(Box::new(span)));
+        }
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -403,7 +401,6 @@ async fn export_loop(
     full: std::sync::Arc<tokio::sync::Notify>,
     batch: Batch,
 ) {
-    let mut pending: Vec<Queued> = Vec::with_capacity(batch.max_batch.min(512));
     loop {
         let flush = tokio::select! {
             biased;
@@ -419,26 +416,27 @@ async fn export_loop(
             match spans.try_recv() {
                 Ok(span) => {
                     stats().waiting.fetch_sub(1, Ordering::Relaxed);
-                    pending.push(span);
-                    if pending.len() >= batch.max_batch {
-                        exporter.export(&mut pending, &batch).await;
+                    exporter.encoder.add(span);
+                    if exporter.encoder.len() >= batch.max_batch {
+                        exporter.export(&batch).await;
                     }
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
-                    exporter.export(&mut pending, &batch).await;
+                    exporter.export(&batch).await;
                     return;
                 }
             }
         }
-        exporter.export(&mut pending, &batch).await;
+        exporter.export(&batch).await;
         if let Some(done) = flush {
             let _ = done.send(());
         }
     }
 }
 
-/// What sends spans: the encoder, the client and where it posts.
+/// What sends spans: the encoder (which holds the batch being made), the client and where it
+/// posts.
 struct Exporter {
     encoder: Encoder,
     sender: Sender,
@@ -446,13 +444,13 @@ struct Exporter {
 }
 
 impl Exporter {
-    /// Exports `pending` (emptying it), counting how it went.
-    async fn export(&mut self, pending: &mut Vec<Queued>, batch: &Batch) {
-        if pending.is_empty() {
+    /// Exports the batch (which begins again empty), counting how it went.
+    async fn export(&mut self, batch: &Batch) {
+        if self.encoder.len() == 0 {
             return;
         }
-        let count = pending.len() as u64;
-        let body = Bytes::copy_from_slice(self.encoder.encode(pending));
+        let count = self.encoder.len() as u64;
+        let body = self.encoder.encode();
         let outcome = match tokio::time::timeout(batch.export_timeout, self.sender.post(&self.target, body)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(("timeout", format!("no answer within {:?}", batch.export_timeout))),
@@ -497,7 +495,7 @@ pub(crate) fn tracer_provider(
     let full = std::sync::Arc::new(tokio::sync::Notify::new());
     runtime().spawn(export_loop(exporter, spans_rx, commands_rx, full.clone(), batch.clone()));
     let _ = COMMANDS.set(commands.clone());
-    let queue = std::sync::Arc::new(Queue { spans, scope: super::scope(), full, max_batch: batch.max_batch as u64 });
+    let queue = std::sync::Arc::new(Queue { spans, full, max_batch: batch.max_batch as u64 });
     let _ = QUEUE.set(queue.clone());
     let batcher = Batcher { queue, commands, export_timeout: batch.export_timeout };
     Ok(SdkTracerProvider::builder()

@@ -8,8 +8,8 @@
 //! - [`carrier`]: the trace context (`traceparent`, `tracestate`, `baggage`) in `params._meta`;
 //! - [`export`]: OTLP over HTTP with protobuf, off the request path: a bounded queue that a thread
 //!   of its own drains in batches, so a slow or absent collector costs dropped (and counted)
-//!   spans, never a waiting request nor a growing queue; `inline` is how a span waits in it,
-//!   `otlp` the request it goes out in;
+//!   spans, never a waiting request nor a growing queue; `wire` is how a span is written (as
+//!   the protobuf message it is sent as) and waits in it, `otlp` the request it goes out in;
 //! - [`metrics`]: the instruments, and the Prometheus text page HTTP servers serve at `/metrics`;
 //! - [`config`]: the standard `OTEL_*` environment variables.
 //!
@@ -26,11 +26,11 @@
 pub mod carrier;
 pub mod config;
 pub mod export;
-mod inline;
 mod labels;
 pub mod metrics;
 mod otlp;
 pub mod spans;
+mod wire;
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -3,25 +3,25 @@
 //! the standard `OTEL_EXPORTER_OTLP_*` variables) and its body ([`Encoder`]).
 //!
 //! The `opentelemetry-otlp` span exporter makes a new protobuf message of every span it sends:
-//! two dozen small allocations a span (every attribute's key and value copied into a new
-//! `String`, every id into a new `Vec`), all freed again once the batch is sent. That was half of
-//! what an exported span cost a server. The [`Encoder`] fills the same messages but keeps them
-//! between batches: a span's ids, name and attributes are written over the last batch's, so that
-//! a batch like the one before allocates next to nothing (its body's copy, and what a span of
-//! events, links or a `tracestate` needs).
+//! two dozen small allocations a span, every attribute's key and value copied into a new
+//! `String`, every id into a new `Vec`, all freed again once the batch is sent. Here this
+//! library's spans come already written as their `Span` messages ([`super::wire`]), and a batch
+//! of them is copied into the request around the resource and scope encoded once; the SDK's
+//! spans (those of its tracer) go through `opentelemetry-proto`'s own conversion.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use opentelemetry::{InstrumentationScope, Value};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry::InstrumentationScope;
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope as InstrumentationScopeMessage;
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{span, status, ResourceSpans, ScopeSpans, Span, SpanFlags, Status};
+use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
 use opentelemetry_sdk::trace::SpanData;
-use prost::Message as _;
+use std::sync::{Arc, Mutex};
 
-use super::inline::{Compact, Inline, Queued};
+use bytes::Bytes;
+use prost::encoding::{encoded_len_varint, key_len, WireType};
+
+use super::wire::{self, length_delimited, Queued};
 
 /// Where spans are posted: the URL, the headers and the time one request may take, as the
 /// exporter specification's variables give them.
@@ -127,307 +127,196 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Text longer than this grows a buffer that is freed once its batch is sent, not kept.
-const LARGE_TEXT: usize = 4096;
-
-/// Turns batches of ended spans into the protobuf body of an OTLP/HTTP trace request, keeping
-/// the messages it filled for the next batch.
+/// The body of an OTLP/HTTP trace request: `ExportTraceServiceRequest { resource_spans: [ResourceSpans {
+/// resource, scope_spans, schema_url }] }`, one resource (this process), this library's spans
+/// in one `ScopeSpans` as they were written ([`super::wire`]), the SDK's spans grouped by scope
+/// by `opentelemetry-proto`'s own conversion.
+///
+/// The resource and this library's scope are encoded once. A written span is copied once, into
+/// the body, after room left for the heads of the messages around it (their lengths are known
+/// once the batch is); the body goes to the HTTP client as it is, and its buffer comes back for
+/// the next batch when the client is done with it.
 pub(crate) struct Encoder {
-    /// The request: one resource (this process), its scopes filled in for each batch.
-    request: ExportTraceServiceRequest,
-    /// Every scope seen so far (this library's first: compact spans are of it), its message and
-    /// how many of its span messages the batch being encoded filled.
-    scopes: Vec<ScopeSlot>,
-    /// Span messages of earlier batches, to be written over.
-    spare_spans: Vec<Span>,
-    /// Attribute messages of earlier batches, to be written over.
-    spare_attributes: Vec<KeyValue>,
-    /// The encoded body.
+    /// The resource, as the SDK's spans are grouped under it.
+    resource: ResourceAttributesWithSchema,
+    /// `ResourceSpans.resource`, encoded.
+    resource_field: Vec<u8>,
+    /// `ResourceSpans.schema_url`, encoded (empty when there is none).
+    resource_schema_field: Vec<u8>,
+    /// `ScopeSpans.scope` of this library, encoded.
+    scope_field: Vec<u8>,
+    /// `ScopeSpans.schema_url` of this library, encoded.
+    scope_schema_field: Vec<u8>,
+    /// The body being made: room for the heads ([`Encoder::room`] bytes), then this batch's
+    /// written spans, each a `ScopeSpans.spans` field.
     body: Vec<u8>,
-    /// How many span messages are kept at most between batches.
+    /// This batch's spans as the SDK ended them.
+    others: Vec<SpanData>,
+    /// The buffers of this batch's written spans, given back to their pool as it is made.
+    buffers: Vec<Vec<u8>>,
+    /// Spans in this batch.
+    count: usize,
+    /// Bodies the HTTP client is done with.
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// Bytes a body's buffer keeps between batches at most (one of large spans is not kept).
     keep: usize,
 }
 
-/// One instrumentation scope's spans.
-struct ScopeSlot {
-    scope: InstrumentationScope,
-    message: ScopeSpans,
-    /// How many of `message.spans` the batch being encoded has filled.
-    used: usize,
+/// The heads around the batch's written spans, at most: `ResourceSpans`' key and length, the
+/// resource, `ScopeSpans`' key and length, this library's scope.
+fn room(resource_field: &[u8], scope_field: &[u8]) -> usize {
+    2 * (1 + 10) + resource_field.len() + scope_field.len()
 }
 
 impl Encoder {
-    /// An encoder for the spans of `resource`, compact ones being of `scope`, keeping messages for
-    /// `keep` spans between batches.
-    pub fn new(resource: &opentelemetry_sdk::Resource, scope: &InstrumentationScope, keep: usize) -> Encoder {
+    /// An encoder for the spans of `resource`, written ones being of `scope`, batches of about
+    /// `batch` spans.
+    pub fn new(resource: &opentelemetry_sdk::Resource, scope: &InstrumentationScope, batch: usize) -> Encoder {
         let resource = ResourceAttributesWithSchema::from(resource);
-        let resource_spans = ResourceSpans {
-            resource: Some(Resource {
-                attributes: resource.attributes.0,
-                dropped_attributes_count: 0,
-                entity_refs: vec![],
-            }),
-            scope_spans: Vec::new(),
-            schema_url: resource.schema_url.unwrap_or_default(),
-        };
+        let mut resource_field = Vec::new();
+        let message =
+            Resource { attributes: resource.attributes.0.clone(), dropped_attributes_count: 0, entity_refs: vec![] };
+        prost::encoding::message::encode(1, &message, &mut resource_field);
+        let mut resource_schema_field = Vec::new();
+        if let Some(url) = resource.schema_url.as_deref().filter(|u| !u.is_empty()) {
+            length_delimited(3, url.as_bytes(), &mut resource_schema_field);
+        }
+        let mut scope_field = Vec::new();
+        let message: InstrumentationScopeMessage = (scope, None).into();
+        prost::encoding::message::encode(1, &message, &mut scope_field);
+        let mut scope_schema_field = Vec::new();
+        if let Some(url) = scope.schema_url().filter(|u| !u.is_empty()) {
+            length_delimited(3, url.as_bytes(), &mut scope_schema_field);
+        }
         let mut encoder = Encoder {
-            request: ExportTraceServiceRequest { resource_spans: vec![resource_spans] },
-            scopes: Vec::new(),
-            spare_spans: Vec::new(),
-            spare_attributes: Vec::new(),
+            resource,
+            resource_field,
+            resource_schema_field,
+            scope_field,
+            scope_schema_field,
             body: Vec::new(),
-            keep,
+            others: Vec::new(),
+            buffers: Vec::new(),
+            count: 0,
+            spare: Arc::default(),
+            keep: batch.max(1).saturating_mul(wire::SLOT + 8),
         };
-        encoder.scope_of(scope);
+        encoder.begin();
         encoder
     }
 
-    /// The body of a request carrying `spans` (emptied).
-    pub fn encode(&mut self, spans: &mut Vec<Queued>) -> &[u8] {
-        let mut large = false;
-        for queued in spans.iter() {
-            let scope = match queued {
-                Queued::Compact(_) => 0,
-                Queued::Full(data) => self.scope_of(&data.instrumentation_scope),
-            };
-            let slot = &mut self.scopes[scope];
-            if slot.used == slot.message.spans.len() {
-                slot.message.spans.push(self.spare_spans.pop().unwrap_or_default());
-            }
-            let message = &mut slot.message.spans[slot.used];
-            slot.used += 1;
-            match queued {
-                Queued::Compact(compact) => fill_compact(message, compact, &mut self.spare_attributes),
-                Queued::Full(data) => {
-                    large |= data
-                        .attributes
-                        .iter()
-                        .any(|a| matches!(&a.value, Value::String(t) if t.as_str().len() > LARGE_TEXT));
-                    fill_span(message, data, &mut self.spare_attributes);
-                }
-            }
-        }
-        spans.clear();
-        let resource_spans = &mut self.request.resource_spans[0];
-        for slot in &mut self.scopes {
-            // Messages this batch did not need wait among the spares (as many as are kept).
-            let room = self.keep.saturating_sub(self.spare_spans.len());
-            let unused = slot.message.spans.drain(slot.used..);
-            self.spare_spans.extend(unused.take(room));
-            if slot.used > 0 {
-                resource_spans.scope_spans.push(std::mem::take(&mut slot.message));
-            }
-        }
+    fn room(&self) -> usize {
+        room(&self.resource_field, &self.scope_field)
+    }
+
+    /// Begins a batch, in a body the client is done with when there is one.
+    fn begin(&mut self) {
+        let spare = self.spare.lock().ok().and_then(|mut spare| spare.pop());
+        self.body = spare.unwrap_or_default();
         self.body.clear();
-        self.request.encode_raw(&mut self.body);
-        // The scopes' messages go back to their places, in the order they were taken.
-        let mut filled = std::mem::take(&mut self.request.resource_spans[0].scope_spans).into_iter();
-        for slot in &mut self.scopes {
-            if std::mem::take(&mut slot.used) > 0 {
-                if let Some(message) = filled.next() {
-                    slot.message = message;
+        self.body.resize(self.room(), 0);
+    }
+
+    /// Adds a span to the batch.
+    pub fn add(&mut self, span: Queued) {
+        match span {
+            Queued::Written { bytes, from } => {
+                length_delimited(2, bytes.get(from..).unwrap_or_default(), &mut self.body);
+                self.buffers.push(bytes);
+                if self.buffers.len() >= 64 {
+                    wire::POOL.give_back(&mut self.buffers);
                 }
             }
+            Queued::Full(data) => self.others.push(*data),
         }
-        self.spare_attributes.truncate(self.keep.saturating_mul(16));
-        if large {
-            self.shed_large_buffers();
-        }
-        &self.body
+        self.count += 1;
     }
 
-    /// Frees the buffers a large value grew (tool arguments and results, when recorded, may be
-    /// 64 KiB each), so that one batch of them is not kept for good.
-    fn shed_large_buffers(&mut self) {
-        let shed = |attribute: &mut KeyValue| {
-            if let Some(AnyValue { value: Some(any_value::Value::StringValue(text)) }) = &mut attribute.value {
-                if text.capacity() > LARGE_TEXT {
-                    *text = String::new();
-                }
+    /// Spans in the batch.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The body of a request carrying the batch, which begins again empty.
+    pub fn encode(&mut self) -> Bytes {
+        wire::POOL.give_back(&mut self.buffers);
+        let room = self.room();
+        let written = self.body.len() - room;
+        let others: Vec<ScopeSpans> = match self.others.is_empty() {
+            true => Vec::new(),
+            false => group_spans_by_resource_and_scope(std::mem::take(&mut self.others), &self.resource)
+                .into_iter()
+                .flat_map(|resource_spans| resource_spans.scope_spans)
+                .collect(),
+        };
+        let ours = match written {
+            0 => 0,
+            n => self.scope_field.len() + n + self.scope_schema_field.len(),
+        };
+        // After the written spans: their scope's schema, the other scopes, the resource's schema.
+        if ours > 0 {
+            self.body.extend_from_slice(&self.scope_schema_field);
+        }
+        for scope in &others {
+            prost::encoding::message::encode(2, scope, &mut self.body);
+        }
+        self.body.extend_from_slice(&self.resource_schema_field);
+        // Before them, in the room left, the heads, now that their lengths are known.
+        let mut resource_spans = self.body.len() - room + self.resource_field.len();
+        if ours > 0 {
+            resource_spans += key_len(2) + encoded_len_varint(ours as u64) + self.scope_field.len();
+        }
+        let mut heads = Vec::with_capacity(room);
+        wire::field_key(1, WireType::LengthDelimited, &mut heads);
+        wire::varint(resource_spans as u64, &mut heads);
+        heads.extend_from_slice(&self.resource_field);
+        if ours > 0 {
+            wire::field_key(2, WireType::LengthDelimited, &mut heads);
+            wire::varint(ours as u64, &mut heads);
+            heads.extend_from_slice(&self.scope_field);
+        }
+        let from = room - heads.len();
+        self.body[from..room].copy_from_slice(&heads);
+        self.count = 0;
+        let body = Body { bytes: std::mem::take(&mut self.body), from, spare: self.spare.clone(), keep: self.keep };
+        self.begin();
+        Bytes::from_owner(body)
+    }
+}
+
+/// A request's body, which goes back to its encoder once the HTTP client drops it.
+struct Body {
+    bytes: Vec<u8>,
+    from: usize,
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
+    keep: usize,
+}
+
+impl AsRef<[u8]> for Body {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes.get(self.from..).unwrap_or_default()
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if self.bytes.capacity() > self.keep.saturating_mul(2) {
+            return;
+        }
+        if let Ok(mut spare) = self.spare.lock() {
+            if spare.len() < 2 {
+                spare.push(std::mem::take(&mut self.bytes));
             }
-        };
-        let spans = self.scopes.iter_mut().flat_map(|slot| slot.message.spans.iter_mut()).chain(&mut self.spare_spans);
-        for span in spans {
-            span.attributes.iter_mut().for_each(shed);
-        }
-        self.spare_attributes.iter_mut().for_each(shed);
-    }
-
-    /// The index in `scopes` of `scope`, added when new.
-    fn scope_of(&mut self, scope: &InstrumentationScope) -> usize {
-        if let Some(i) = self.scopes.iter().position(|slot| slot.scope == *scope) {
-            return i;
-        }
-        let message = ScopeSpans {
-            scope: Some((scope, None).into()),
-            spans: Vec::new(),
-            schema_url: scope.schema_url().unwrap_or_default().to_owned(),
-        };
-        self.scopes.push(ScopeSlot { scope: scope.clone(), message, used: 0 });
-        self.scopes.len() - 1
-    }
-}
-
-/// Writes the ids, kind, times and flags of a span over `message`.
-#[allow(clippy::too_many_arguments)] // the fields a span message shares with both kinds of span
-fn fill_frame(
-    message: &mut Span,
-    context: &opentelemetry::trace::SpanContext,
-    parent: opentelemetry::trace::SpanId,
-    parent_is_remote: bool,
-    kind: &opentelemetry::trace::SpanKind,
-    start: SystemTime,
-    end: SystemTime,
-    dropped_attributes: u32,
-) {
-    overwrite_bytes(&mut message.trace_id, &context.trace_id().to_bytes());
-    overwrite_bytes(&mut message.span_id, &context.span_id().to_bytes());
-    if parent == opentelemetry::trace::SpanId::INVALID {
-        message.parent_span_id.clear();
-    } else {
-        overwrite_bytes(&mut message.parent_span_id, &parent.to_bytes());
-    }
-    message.flags = span_flags(parent_is_remote, context.trace_flags().to_u8());
-    message.kind = span::SpanKind::from(kind.clone()) as i32;
-    message.start_time_unix_nano = nanos(start);
-    message.end_time_unix_nano = nanos(end);
-    message.dropped_attributes_count = dropped_attributes;
-}
-
-/// Writes a compact span over `message`, reusing its buffers.
-fn fill_compact(message: &mut Span, span: &Compact, spare: &mut Vec<KeyValue>) {
-    fill_frame(
-        message,
-        &span.span_context,
-        span.parent_span_id,
-        span.parent_span_is_remote,
-        &span.span_kind,
-        span.start_time,
-        span.end_time,
-        span.dropped_attributes_count,
-    );
-    let text = span.all_text();
-    message.trace_state.clear();
-    overwrite_text(&mut message.name, Compact::piece(text, span.name));
-    resize_attributes(&mut message.attributes, span.attributes().len(), spare);
-    for (message, (key, value)) in message.attributes.iter_mut().zip(span.attributes()) {
-        overwrite_text(&mut message.key, Compact::piece(text, *key));
-        message.key_strindex = 0;
-        let any = message.value.get_or_insert_with(AnyValue::default);
-        match *value {
-            Inline::Text(at) => overwrite_string(any, Compact::piece(text, at)),
-            Inline::Int(n) => any.value = Some(any_value::Value::IntValue(n)),
-            Inline::Bool(b) => any.value = Some(any_value::Value::BoolValue(b)),
-            Inline::Float(f) => any.value = Some(any_value::Value::DoubleValue(f)),
         }
     }
-    message.dropped_events_count = 0;
-    message.events.clear();
-    message.dropped_links_count = 0;
-    message.links.clear();
-    let status = message.status.get_or_insert_with(Status::default);
-    status.code = span.status as i32;
-    overwrite_text(&mut status.message, Compact::piece(text, span.status_message));
-}
-
-/// Writes `data` over `message`, reusing its buffers.
-fn fill_span(message: &mut Span, data: &SpanData, spare: &mut Vec<KeyValue>) {
-    fill_frame(
-        message,
-        &data.span_context,
-        data.parent_span_id,
-        data.parent_span_is_remote,
-        &data.span_kind,
-        data.start_time,
-        data.end_time,
-        data.dropped_attributes_count,
-    );
-    message.trace_state = data.span_context.trace_state().header();
-    overwrite_text(&mut message.name, &data.name);
-    resize_attributes(&mut message.attributes, data.attributes.len(), spare);
-    for (message, attribute) in message.attributes.iter_mut().zip(&data.attributes) {
-        overwrite_text(&mut message.key, attribute.key.as_str());
-        message.key_strindex = 0;
-        overwrite_value(message.value.get_or_insert_with(AnyValue::default), &attribute.value);
-    }
-    message.dropped_events_count = data.events.dropped_count;
-    message.events.clear();
-    message.events.extend(data.events.iter().map(|event| span::Event {
-        time_unix_nano: nanos(event.timestamp),
-        name: event.name.to_string(),
-        attributes: event.attributes.iter().cloned().map(key_value).collect(),
-        dropped_attributes_count: event.dropped_attributes_count,
-    }));
-    message.dropped_links_count = data.links.dropped_count;
-    message.links.clear();
-    message.links.extend(data.links.iter().cloned().map(span::Link::from));
-    let status = message.status.get_or_insert_with(Status::default);
-    status.code = status::StatusCode::from(&data.status) as i32;
-    status.message.clear();
-    if let opentelemetry::trace::Status::Error { description } = &data.status {
-        status.message.push_str(description);
-    }
-}
-
-/// The span's `flags`: its trace flags, and whether its parent is remote (always known here).
-fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
-    let mut flags = u32::from(trace_flags) | SpanFlags::ContextHasIsRemoteMask as u32;
-    if parent_is_remote {
-        flags |= SpanFlags::ContextIsRemoteMask as u32;
-    }
-    flags
-}
-
-fn nanos(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
-
-fn overwrite_bytes(target: &mut Vec<u8>, bytes: &[u8]) {
-    target.clear();
-    target.extend_from_slice(bytes);
-}
-
-fn overwrite_text(target: &mut String, text: &str) {
-    target.clear();
-    target.push_str(text);
-}
-
-/// Makes `target` hold `wanted` attribute messages, taking them from `spare` when more are
-/// needed and putting back those left over.
-fn resize_attributes(target: &mut Vec<KeyValue>, wanted: usize, spare: &mut Vec<KeyValue>) {
-    while target.len() < wanted {
-        target.push(spare.pop().unwrap_or_default());
-    }
-    spare.extend(target.drain(wanted..));
-}
-
-/// Writes `value` over `message`; a string over a string without allocating.
-fn overwrite_value(message: &mut AnyValue, value: &Value) {
-    match value {
-        Value::String(text) => overwrite_string(message, text.as_str()),
-        Value::I64(n) => message.value = Some(any_value::Value::IntValue(*n)),
-        Value::Bool(b) => message.value = Some(any_value::Value::BoolValue(*b)),
-        Value::F64(f) => message.value = Some(any_value::Value::DoubleValue(*f)),
-        other => *message = AnyValue::from(other.clone()),
-    }
-}
-
-/// Writes `text` over `message`, into the string it holds when it holds one.
-fn overwrite_string(message: &mut AnyValue, text: &str) {
-    match &mut message.value {
-        Some(any_value::Value::StringValue(buffer)) => overwrite_text(buffer, text),
-        other => *other = Some(any_value::Value::StringValue(text.to_owned())),
-    }
-}
-
-fn key_value(attribute: opentelemetry::KeyValue) -> KeyValue {
-    KeyValue { key: attribute.key.as_str().to_owned(), value: Some(attribute.value.into()), key_strindex: 0 }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceFlags, TraceId, TraceState};
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use std::time::UNIX_EPOCH;
 
     fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
@@ -504,27 +393,19 @@ mod tests {
 
     /// What `opentelemetry-otlp` would have sent for the same spans.
     fn reference(resource: &opentelemetry_sdk::Resource, spans: Vec<SpanData>) -> Vec<u8> {
-        use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use prost::Message as _;
         let resource = ResourceAttributesWithSchema::from(resource);
         ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &resource) }
             .encode_to_vec()
     }
 
     #[test]
-    fn batches_encode_as_the_otlp_exporter_would_and_reuse_their_messages() {
+    fn batches_encode_as_the_otlp_exporter_would() {
+        use prost::Message as _;
         let resource = opentelemetry_sdk::Resource::builder().with_service_name("svc").build();
         let ours = InstrumentationScope::builder("scope-a").with_version("1").build();
         let mut encoder = Encoder::new(&resource, &ours, 8);
-        let queue = |spans: Vec<SpanData>, compact: bool| -> Vec<Queued> {
-            spans
-                .into_iter()
-                .map(|span| {
-                    let queued = if compact { Queued::new(span, &ours) } else { Queued::Full(span) };
-                    assert_eq!(matches!(queued, Queued::Compact(_)), compact);
-                    queued
-                })
-                .collect()
-        };
         let first = || {
             vec![
                 span(
@@ -538,7 +419,6 @@ mod tests {
                 span("ping", vec![opentelemetry::KeyValue::new("mcp.method.name", "ping")]),
             ]
         };
-        // A second batch, with fewer and differently typed attributes, over the first's messages.
         let second = || {
             vec![span(
                 "initialize",
@@ -548,41 +428,43 @@ mod tests {
                 ],
             )]
         };
-        for compact in [true, false, true] {
-            assert_eq!(encoder.encode(&mut queue(first(), compact)), reference(&resource, first()).as_slice());
-            assert_eq!(encoder.encode(&mut queue(second(), compact)), reference(&resource, second()).as_slice());
-            assert_eq!(encoder.spare_spans.len(), 1, "the larger batch's other message is kept");
+        fn encode(encoder: &mut Encoder, spans: Vec<SpanData>, written: bool) -> Vec<u8> {
+            for span in spans {
+                encoder.add(if written { wire::of_span_data(&span) } else { Queued::Full(Box::new(span)) });
+            }
+            encoder.encode().to_vec()
         }
-        // Spans of another scope (kept whole) beside compact ones: one scope message each.
+        // Written spans, and the same spans as the SDK ended them: the bytes the exporter sends.
+        for written in [true, false, true] {
+            assert_eq!(encode(&mut encoder, first(), written), reference(&resource, first()));
+            assert_eq!(encode(&mut encoder, second(), written), reference(&resource, second()));
+        }
+        // Spans of another scope beside written ones: one scope message each, ours first.
         let mut other = span("elsewhere", vec![opentelemetry::KeyValue::new("k", "v")]);
         other.instrumentation_scope = InstrumentationScope::builder("scope-b").build();
-        let mut mixed = queue(first(), true);
-        mixed.push(Queued::Full(other.clone()));
         let mut expected = first();
-        expected.push(other);
-        assert_eq!(encoder.encode(&mut mixed), reference(&resource, expected).as_slice());
-        assert_eq!(encoder.encode(&mut queue(second(), true)), reference(&resource, second()).as_slice());
-        // A recorded tool result of 64 KiB is sent, and its buffer not kept.
+        expected.push(other.clone());
+        let mut mixed: Vec<Queued> = first().iter().map(wire::of_span_data).collect();
+        mixed.push(Queued::Full(Box::new(other)));
+        mixed.into_iter().for_each(|span| encoder.add(span));
+        assert_eq!(encoder.len(), 3);
+        let body = encoder.encode();
+        assert_eq!(body, reference(&resource, expected));
+        assert_eq!(encoder.len(), 0);
+        let decoded = ExportTraceServiceRequest::decode(body.clone()).unwrap();
+        assert_eq!(decoded.resource_spans[0].scope_spans.len(), 2);
+        // A recorded tool result of 64 KiB is sent, and its buffers not kept.
         let big = || {
             vec![span(
                 "tools/call echo",
                 vec![opentelemetry::KeyValue::new("gen_ai.tool.call.result", "r".repeat(65536))],
             )]
         };
-        assert_eq!(encoder.encode(&mut queue(big(), false)), reference(&resource, big()).as_slice());
-        let kept: usize = encoder
-            .scopes
-            .iter()
-            .flat_map(|slot| &slot.message.spans)
-            .chain(&encoder.spare_spans)
-            .flat_map(|span| &span.attributes)
-            .chain(&encoder.spare_attributes)
-            .filter_map(|a| match &a.value {
-                Some(AnyValue { value: Some(any_value::Value::StringValue(text)) }) => Some(text.capacity()),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        assert!(kept <= LARGE_TEXT, "a buffer of {kept} bytes was kept");
+        assert_eq!(encode(&mut encoder, big(), true), reference(&resource, big()));
+        assert!(encoder.body.capacity() <= 2 * encoder.keep);
+        assert!(encoder.spare.lock().unwrap().iter().all(|body| body.capacity() <= 2 * encoder.keep));
+        // A body the client is done with is used again.
+        drop(body);
+        assert!(!encoder.spare.lock().unwrap().is_empty());
     }
 }

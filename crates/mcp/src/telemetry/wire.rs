@@ -1,0 +1,601 @@
+//! A span of this library's operations written, as it is recorded, as the OTLP protobuf `Span`
+//! message (`opentelemetry.proto.trace.v1.Span`) it is sent as, so that it waits for export as
+//! those bytes ([`Queued`]).
+//!
+//! An operation writes its name, kind, start and attributes as it begins ([`Written`]), and the
+//! rest as it ends ([`finish`]): its ids in the room left before the name, its end time in the
+//! room left after the start, its link, status and flags after the attributes. Field by field,
+//! the bytes are those `prost` writes for the message `opentelemetry-proto` describes (the tests
+//! compare them with what those types encode for the same span). The lengths are `prost`'s
+//! (`encoded_len_varint`, `key_len`), the varints a few lines of this module's; links and
+//! attribute values other than text, integers, booleans and floats are encoded through
+//! `opentelemetry-proto`'s own messages.
+//!
+//! The buffers spans are written in are used again ([`POOL`]): a request's thread takes one, the
+//! export thread gives it back once the span is copied into a batch, so that in a steady state
+//! neither thread allocates a span's memory, nor frees memory the other allocated.
+//!
+//! Why: a span made through the SDK (its span object, its `SpanData`), then turned into
+//! protobuf messages on the export thread, cost a request several microseconds, most of it
+//! allocations: every attribute's key and value copied into a `String` twice over, then freed
+//! on another thread than the one that made them, which with glibc makes the two threads wait on
+//! each other's arena locks. Written this way, a span is one buffer, taken from the pool and
+//! given back, and one copy into its batch.
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use opentelemetry::trace::{SpanContext, SpanId, TraceState};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_proto::tonic::common::v1 as common;
+use opentelemetry_proto::tonic::trace::v1::{span, status::StatusCode, SpanFlags};
+use opentelemetry_sdk::trace::SpanData;
+use prost::encoding::{encoded_len_varint, key_len, WireType};
+
+/// The bytes a span's buffer has room for when it is made (a common span takes 250 to 400); a
+/// buffer grown past twice this (recorded tool arguments or results) is not used again.
+pub(crate) const SLOT: usize = 512;
+
+/// The room left before the name for the ids (`trace_id`, `span_id`, `parent_span_id`).
+const IDS: usize = 40;
+
+/// Names, URIs, ids and other text longer than this are cut (at a character boundary, `…`
+/// appended).
+pub(crate) const MAX_TEXT: usize = 256;
+
+/// The fields of `opentelemetry.proto.trace.v1.Span` written here.
+mod field {
+    pub const TRACE_ID: u32 = 1;
+    pub const SPAN_ID: u32 = 2;
+    pub const TRACE_STATE: u32 = 3;
+    pub const PARENT_SPAN_ID: u32 = 4;
+    pub const NAME: u32 = 5;
+    pub const KIND: u32 = 6;
+    pub const START: u32 = 7;
+    pub const END: u32 = 8;
+    pub const ATTRIBUTES: u32 = 9;
+    pub const LINKS: u32 = 13;
+    pub const STATUS: u32 = 15;
+    pub const FLAGS: u32 = 16;
+    /// `Status.message`, `Status.code`.
+    pub const STATUS_MESSAGE: u32 = 2;
+    pub const STATUS_CODE: u32 = 3;
+    /// `KeyValue.key`, `KeyValue.value`.
+    pub const KEY: u32 = 1;
+    pub const VALUE: u32 = 2;
+    /// `AnyValue`'s `string_value`, `bool_value`, `int_value`, `double_value`.
+    pub const STRING: u32 = 1;
+    pub const BOOL: u32 = 2;
+    pub const INT: u32 = 3;
+    pub const DOUBLE: u32 = 4;
+}
+
+/// `text` cut to [`MAX_TEXT`] bytes: the part kept, and what marks the cut (`…`, or nothing).
+pub(crate) fn clip(text: &str) -> (&str, &'static str) {
+    if text.len() <= MAX_TEXT {
+        return (text, "");
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], "…")
+}
+
+/// Formats `value` on the stack (no allocation for ids, codes and addresses) and gives `f` the
+/// text.
+pub(crate) fn formatted<R>(value: impl std::fmt::Display, f: impl FnOnce(&str) -> R) -> R {
+    let mut small = Small { bytes: [0; 64], len: 0 };
+    match write!(small, "{value}") {
+        Ok(()) => f(small.text()),
+        Err(_) => f(&value.to_string()),
+    }
+}
+
+/// Gives `f` the text of `ip` (an IPv4 address's written without the formatting machinery, which
+/// cost a request more than the rest of its span's attributes).
+pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&str) -> R) -> R {
+    let std::net::IpAddr::V4(v4) = ip else { return formatted(ip, f) };
+    let mut small = Small { bytes: [0; 64], len: 0 };
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            small.bytes[small.len] = b'.';
+            small.len += 1;
+        }
+        let digits = [octet / 100, octet / 10 % 10, octet % 10];
+        let skip = if octet >= 100 {
+            0
+        } else if octet >= 10 {
+            1
+        } else {
+            2
+        };
+        for digit in &digits[skip..] {
+            small.bytes[small.len] = b'0' + digit;
+            small.len += 1;
+        }
+    }
+    f(small.text())
+}
+
+/// A few bytes of text on the stack.
+struct Small {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Small {
+    fn text(&self) -> &str {
+        // Only whole `&str`s are written in.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for Small {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len.checked_add(s.len()).filter(|end| *end <= self.bytes.len()).ok_or(std::fmt::Error)?;
+        self.bytes[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// A span being written: room for its ids, its name, kind, start, room for its end, then its
+/// attributes, each a `KeyValue` message of the `Span`'s `attributes` field, as they are
+/// recorded.
+pub(crate) struct Written {
+    bytes: Vec<u8>,
+    /// Where the name's text is.
+    name: std::ops::Range<usize>,
+    /// Where the end time's eight bytes go.
+    end_time: usize,
+    start: SystemTime,
+}
+
+impl Written {
+    /// A span named `name`, or `{name} {target}` (each cut to [`MAX_TEXT`]), of `kind`, begun at
+    /// `start`.
+    pub fn new(name: &str, target: Option<&str>, kind: span::SpanKind, start: SystemTime) -> Written {
+        let mut bytes = POOL.take();
+        bytes.resize(IDS, 0);
+        let (head, cut) = clip(name);
+        let target = target.map(clip);
+        let len = head.len() + cut.len() + target.map_or(0, |(head, cut)| 1 + head.len() + cut.len());
+        if len > 0 {
+            field_key(field::NAME, WireType::LengthDelimited, &mut bytes);
+            varint(len as u64, &mut bytes);
+        }
+        let name_start = bytes.len();
+        bytes.extend_from_slice(head.as_bytes());
+        bytes.extend_from_slice(cut.as_bytes());
+        if let Some((head, cut)) = target {
+            bytes.push(b' ');
+            bytes.extend_from_slice(head.as_bytes());
+            bytes.extend_from_slice(cut.as_bytes());
+        }
+        let name = name_start..bytes.len();
+        if kind != span::SpanKind::Unspecified {
+            field_key(field::KIND, WireType::Varint, &mut bytes);
+            varint(kind as i32 as u64, &mut bytes);
+        }
+        let start_nanos = nanos(start);
+        if start_nanos != 0 {
+            field_key(field::START, WireType::SixtyFourBit, &mut bytes);
+            bytes.extend_from_slice(&start_nanos.to_le_bytes());
+        }
+        // The end is always written (prost would leave out a zero: a clock before 1970).
+        field_key(field::END, WireType::SixtyFourBit, &mut bytes);
+        let end_time = bytes.len();
+        bytes.extend_from_slice(&[0; 8]);
+        Written { bytes, name, end_time, start }
+    }
+
+    /// When the span began.
+    pub fn start(&self) -> SystemTime {
+        self.start
+    }
+
+    /// The buffer, written so far (the span is not, once it is taken).
+    fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.bytes)
+    }
+
+    /// The span's name.
+    pub fn name(&self) -> &str {
+        // Made of whole `&str`s.
+        std::str::from_utf8(&self.bytes[self.name.clone()]).unwrap_or_default()
+    }
+
+    /// A text attribute, cut to [`MAX_TEXT`].
+    pub fn text(&mut self, key: &str, value: &str) {
+        let (head, cut) = clip(value);
+        self.string(key, head, cut);
+    }
+
+    /// A text attribute kept whole (tool arguments and results, whose size the caller bounds).
+    pub fn content(&mut self, key: &str, value: &str) {
+        self.string(key, value, "");
+    }
+
+    /// An integer attribute.
+    pub fn int(&mut self, key: &str, value: i64) {
+        self.key_value(key, key_len(field::INT) + encoded_len_varint(value as u64));
+        field_key(field::INT, WireType::Varint, &mut self.bytes);
+        varint(value as u64, &mut self.bytes);
+    }
+
+    /// A boolean attribute.
+    pub fn bool(&mut self, key: &str, value: bool) {
+        self.key_value(key, key_len(field::BOOL) + 1);
+        field_key(field::BOOL, WireType::Varint, &mut self.bytes);
+        self.bytes.push(u8::from(value));
+    }
+
+    /// A floating-point attribute.
+    pub fn double(&mut self, key: &str, value: f64) {
+        self.key_value(key, key_len(field::DOUBLE) + 8);
+        field_key(field::DOUBLE, WireType::SixtyFourBit, &mut self.bytes);
+        self.bytes.extend_from_slice(&value.to_le_bytes());
+    }
+
+    /// An attribute as the OpenTelemetry API holds it (those a sampler adds), kept whole.
+    pub fn attribute(&mut self, attribute: &KeyValue) {
+        let key = attribute.key.as_str();
+        match &attribute.value {
+            Value::String(text) => self.content(key, text.as_str()),
+            Value::I64(n) => self.int(key, *n),
+            Value::Bool(b) => self.bool(key, *b),
+            Value::F64(f) => self.double(key, *f),
+            other => {
+                let message =
+                    common::KeyValue { key: key.to_owned(), value: Some(other.clone().into()), key_strindex: 0 };
+                prost::encoding::message::encode(field::ATTRIBUTES, &message, &mut self.bytes);
+            }
+        }
+    }
+
+    /// A text attribute of `head` then `tail`.
+    fn string(&mut self, key: &str, head: &str, tail: &str) {
+        let len = head.len() + tail.len();
+        self.key_value(key, key_len(field::STRING) + encoded_len_varint(len as u64) + len);
+        field_key(field::STRING, WireType::LengthDelimited, &mut self.bytes);
+        varint(len as u64, &mut self.bytes);
+        self.bytes.extend_from_slice(head.as_bytes());
+        self.bytes.extend_from_slice(tail.as_bytes());
+    }
+
+    /// The start of an attribute: its `KeyValue` field, key and the head of its value, an
+    /// `AnyValue` of `value_len` bytes that the caller writes next.
+    fn key_value(&mut self, key: &str, value_len: usize) {
+        // proto3 leaves an empty string out.
+        let key_field = match key.len() {
+            0 => 0,
+            n => key_len(field::KEY) + encoded_len_varint(n as u64) + n,
+        };
+        let len = key_field + key_len(field::VALUE) + encoded_len_varint(value_len as u64) + value_len;
+        field_key(field::ATTRIBUTES, WireType::LengthDelimited, &mut self.bytes);
+        varint(len as u64, &mut self.bytes);
+        if !key.is_empty() {
+            length_delimited(field::KEY, key.as_bytes(), &mut self.bytes);
+        }
+        field_key(field::VALUE, WireType::LengthDelimited, &mut self.bytes);
+        varint(value_len as u64, &mut self.bytes);
+    }
+}
+
+/// What a span is besides what [`Written`] holds, known when it ends.
+pub(crate) struct Frame<'a> {
+    pub context: &'a SpanContext,
+    /// `SpanId::INVALID` for a root span.
+    pub parent: SpanId,
+    pub parent_is_remote: bool,
+    pub end: SystemTime,
+    pub link: Option<&'a span::Link>,
+    pub status: StatusCode,
+    /// An error status's description, cut to [`MAX_TEXT`].
+    pub status_message: &'a str,
+}
+
+/// A span waiting in the export queue (small: the queue moves it twice).
+pub(crate) enum Queued {
+    /// One of this library's: its `Span` message is `bytes[from..]`.
+    Written { bytes: Vec<u8>, from: usize },
+    /// Any other, as the SDK ended it (the spans of its tracer).
+    Full(Box<SpanData>),
+}
+
+#[cfg(test)]
+impl Queued {
+    /// A written span's bytes (`None`: a span as the SDK ended it).
+    pub fn written(&self) -> Option<&[u8]> {
+        match self {
+            Queued::Written { bytes, from } => bytes.get(*from..),
+            Queued::Full(_) => None,
+        }
+    }
+}
+
+/// Buffers for spans, used again (see the module's text).
+pub(crate) struct Pool {
+    buffers: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Buffers the pool keeps at most (a batch's, and those of the spans recorded meanwhile).
+const POOLED: usize = 1024;
+
+/// The buffers of this process's spans.
+pub(crate) static POOL: Pool = Pool { buffers: Mutex::new(Vec::new()) };
+
+impl Pool {
+    /// An empty buffer.
+    fn take(&self) -> Vec<u8> {
+        let buffer = self.buffers.lock().ok().and_then(|mut buffers| buffers.pop());
+        buffer.unwrap_or_else(|| Vec::with_capacity(SLOT))
+    }
+
+    /// Gives `buffer` back, unless it grew large or the pool is full.
+    fn put(&self, mut buffer: Vec<u8>) {
+        if buffer.capacity() > 2 * SLOT {
+            return;
+        }
+        if let Ok(mut buffers) = self.buffers.lock() {
+            if buffers.len() < POOLED {
+                buffer.clear();
+                buffers.push(buffer);
+            }
+        }
+    }
+
+    /// Gives the buffers of `returned` back (emptying it), but those grown large and those beyond
+    /// what the pool keeps.
+    pub fn give_back(&self, returned: &mut Vec<Vec<u8>>) {
+        if let Ok(mut buffers) = self.buffers.lock() {
+            let room = POOLED.saturating_sub(buffers.len());
+            let kept = returned.drain(..).filter(|buffer| buffer.capacity() <= 2 * SLOT).take(room);
+            buffers.extend(kept.map(|mut buffer| {
+                buffer.clear();
+                buffer
+            }));
+        }
+        returned.clear();
+    }
+}
+
+/// A span not recorded after all (its sampler dropped it) gives its buffer back.
+impl Drop for Written {
+    fn drop(&mut self) {
+        if self.bytes.capacity() > 0 {
+            POOL.put(self.take());
+        }
+    }
+}
+
+/// The span of `written` and `frame`, as the `Span` message it is sent as.
+pub(crate) fn finish(mut written: Written, frame: &Frame<'_>) -> Queued {
+    let mut bytes = written.take();
+    bytes[written.end_time..written.end_time + 8].copy_from_slice(&nanos(frame.end).to_le_bytes());
+    let out = &mut bytes;
+    if let Some(link) = frame.link {
+        prost::encoding::message::encode(field::LINKS, link, out);
+    }
+    let (message, code) = (frame.status_message, frame.status as i32 as u64);
+    let message_len = match message.len() {
+        0 => 0,
+        n => key_len(field::STATUS_MESSAGE) + encoded_len_varint(n as u64) + n,
+    };
+    let code_len = if code == 0 { 0 } else { key_len(field::STATUS_CODE) + encoded_len_varint(code) };
+    field_key(field::STATUS, WireType::LengthDelimited, out);
+    varint((message_len + code_len) as u64, out);
+    if !message.is_empty() {
+        length_delimited(field::STATUS_MESSAGE, message.as_bytes(), out);
+    }
+    if code != 0 {
+        field_key(field::STATUS_CODE, WireType::Varint, out);
+        varint(code, out);
+    }
+    let flags = span_flags(frame.parent_is_remote, frame.context.trace_flags().to_u8());
+    field_key(field::FLAGS, WireType::ThirtyTwoBit, out);
+    out.extend_from_slice(&flags.to_le_bytes());
+    if *frame.context.trace_state() == TraceState::NONE {
+        // The ids, in the room before the name, ending where it begins.
+        let (ids, len) = ids_on_stack(frame);
+        let from = IDS - len;
+        bytes[from..IDS].copy_from_slice(&ids[..len]);
+        return Queued::Written { bytes, from };
+    }
+    // A `tracestate` (between the ids) may not fit in the room: the span is copied after them.
+    let mut with_state = Vec::with_capacity(bytes.len() + 64);
+    put_ids(frame, &mut with_state);
+    with_state.extend_from_slice(&bytes[IDS..]);
+    POOL.put(bytes);
+    Queued::Written { bytes: with_state, from: 0 }
+}
+
+/// The ids' fields (`trace_id`, `span_id`, `parent_span_id`), and their length, on the stack.
+fn ids_on_stack(frame: &Frame<'_>) -> ([u8; IDS], usize) {
+    let mut ids = [0; IDS];
+    let mut len = 0;
+    let mut put = |number: u32, bytes: &[u8]| {
+        // One-byte keys and lengths: fields under 16, ids of 16 bytes at most.
+        ids[len] = ((number << 3) | WireType::LengthDelimited as u32) as u8;
+        ids[len + 1] = bytes.len() as u8;
+        ids[len + 2..len + 2 + bytes.len()].copy_from_slice(bytes);
+        len += 2 + bytes.len();
+    };
+    put(field::TRACE_ID, &frame.context.trace_id().to_bytes());
+    put(field::SPAN_ID, &frame.context.span_id().to_bytes());
+    if frame.parent != SpanId::INVALID {
+        put(field::PARENT_SPAN_ID, &frame.parent.to_bytes());
+    }
+    (ids, len)
+}
+
+/// Writes the ids' fields, and the `tracestate` between them, with prost's primitives.
+fn put_ids(frame: &Frame<'_>, out: &mut Vec<u8>) {
+    length_delimited(field::TRACE_ID, &frame.context.trace_id().to_bytes(), out);
+    length_delimited(field::SPAN_ID, &frame.context.span_id().to_bytes(), out);
+    let state = frame.context.trace_state().header();
+    if !state.is_empty() {
+        length_delimited(field::TRACE_STATE, state.as_bytes(), out);
+    }
+    if frame.parent != SpanId::INVALID {
+        length_delimited(field::PARENT_SPAN_ID, &frame.parent.to_bytes(), out);
+    }
+}
+
+/// A length-delimited field: its key, length and bytes.
+pub(crate) fn length_delimited(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
+    field_key(number, WireType::LengthDelimited, out);
+    varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+/// A field's key.
+#[inline]
+pub(crate) fn field_key(number: u32, wire_type: WireType, out: &mut Vec<u8>) {
+    varint(u64::from(number << 3 | wire_type as u32), out);
+}
+
+/// A varint, as `prost::encoding::encode_varint` writes it, for a `Vec` (that one, generic over
+/// buffers, was not inlined, and most varints here are one byte).
+#[inline]
+pub(crate) fn varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The span's `flags`: its trace flags, and whether its parent is remote (always known here).
+pub(crate) fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
+    let mut flags = u32::from(trace_flags) | SpanFlags::ContextHasIsRemoteMask as u32;
+    if parent_is_remote {
+        flags |= SpanFlags::ContextIsRemoteMask as u32;
+    }
+    flags
+}
+
+fn nanos(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// `data` written as this library's operations write their spans (tests compare the two ways).
+#[cfg(test)]
+pub(crate) fn of_span_data(data: &SpanData) -> Queued {
+    use opentelemetry::trace::Status;
+    assert!(data.events.is_empty() && data.links.len() <= 1, "written spans have no events and one link at most");
+    let mut written = Written::new(&data.name, None, data.span_kind.clone().into(), data.start_time);
+    for attribute in &data.attributes {
+        written.attribute(attribute);
+    }
+    let link = data.links.iter().next().cloned().map(span::Link::from);
+    let (status, status_message) = match &data.status {
+        Status::Error { description } => (StatusCode::Error, &**description),
+        Status::Ok => (StatusCode::Ok, ""),
+        Status::Unset => (StatusCode::Unset, ""),
+    };
+    let frame = Frame {
+        context: &data.span_context,
+        parent: data.parent_span_id,
+        parent_is_remote: data.parent_span_is_remote,
+        end: data.end_time,
+        link: link.as_ref(),
+        status,
+        status_message,
+    };
+    finish(written, &frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{Link, SpanKind, Status, TraceFlags, TraceId};
+    use prost::Message as _;
+
+    fn span(attributes: Vec<KeyValue>, status: Status, parent: SpanId, link: bool) -> SpanData {
+        let context = |n: u128, state: TraceState| {
+            SpanContext::new(TraceId::from(n), SpanId::from(n as u64 + 1), TraceFlags::SAMPLED, false, state)
+        };
+        let mut links = opentelemetry_sdk::trace::SpanLinks::default();
+        if link {
+            links.links.push(Link::with_context(context(7, TraceState::from_key_value([("k", "v")]).unwrap())));
+        }
+        SpanData {
+            span_context: context(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10, TraceState::NONE),
+            parent_span_id: parent,
+            parent_span_is_remote: true,
+            span_kind: SpanKind::Server,
+            name: "tools/call echo".into(),
+            start_time: UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_000_000_005),
+            end_time: UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_000_000_009),
+            attributes,
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links,
+            status,
+            instrumentation_scope: opentelemetry::InstrumentationScope::builder("s").build(),
+        }
+    }
+
+    #[test]
+    fn a_written_span_is_the_bytes_opentelemetry_proto_encodes() {
+        let attributes = || {
+            vec![
+                KeyValue::new("mcp.method.name", "tools/call"),
+                KeyValue::new("client.port", 4000_i64),
+                KeyValue::new("negative", -3_i64),
+                KeyValue::new("ok", true),
+                KeyValue::new("ratio", 0.5),
+                KeyValue::new("empty", ""),
+                KeyValue::new("é", "ü".repeat(200)),
+                KeyValue::new("list", Value::Array(vec![1_i64, 2].into())),
+            ]
+        };
+        let mut with_state = span(attributes(), Status::Unset, SpanId::from(9), false);
+        with_state.span_context = SpanContext::new(
+            TraceId::from(5),
+            SpanId::from(6),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::from_key_value([("vendor", "value")]).unwrap(),
+        );
+        let cases = [
+            span(attributes(), Status::error("bad"), SpanId::from(9), false),
+            span(vec![], Status::Unset, SpanId::INVALID, false),
+            span(attributes(), Status::Ok, SpanId::from(9), true),
+            with_state,
+        ];
+        for data in cases {
+            let queued = of_span_data(&data);
+            let expected = opentelemetry_proto::tonic::trace::v1::Span::from(data).encode_to_vec();
+            assert_eq!(queued.written().unwrap(), expected.as_slice());
+        }
+        // Over a slot: a buffer of its own, the same bytes.
+        let big = span(
+            vec![KeyValue::new("gen_ai.tool.call.result", "r".repeat(70_000))],
+            Status::Unset,
+            SpanId::INVALID,
+            false,
+        );
+        let queued = of_span_data(&big);
+        assert_eq!(queued.written().unwrap(), opentelemetry_proto::tonic::trace::v1::Span::from(big).encode_to_vec());
+    }
+
+    #[test]
+    fn text_is_cut_at_a_character_boundary() {
+        let long = "é".repeat(200);
+        let (head, cut) = clip(&long);
+        assert!(head.len() <= MAX_TEXT && cut == "…" && long.starts_with(head));
+        assert_eq!(clip("short"), ("short", ""));
+        let mut written = Written::new("tools/call", Some(&long), span::SpanKind::Server, SystemTime::now());
+        assert!(written.name().ends_with('…') && written.name().starts_with("tools/call é"));
+        written.text("k", &long);
+        assert_eq!(formatted(-32602, str::to_owned), "-32602");
+        for ip in ["127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.100.9", "::1", "2001:db8::7"] {
+            assert_eq!(ip_text(ip.parse().unwrap(), str::to_owned), ip);
+        }
+        assert_eq!(formatted("x".repeat(100), |t| t.len()), 100);
+    }
+}
