@@ -143,6 +143,8 @@ pub(crate) struct Encoder {
     resource_field: Vec<u8>,
     /// `ResourceSpans.schema_url`, encoded (empty when there is none).
     resource_schema_field: Vec<u8>,
+    /// This library's scope.
+    scope: InstrumentationScope,
     /// `ScopeSpans.scope` of this library, encoded.
     scope_field: Vec<u8>,
     /// `ScopeSpans.schema_url` of this library, encoded.
@@ -158,7 +160,8 @@ pub(crate) struct Encoder {
     count: usize,
     /// Bodies the HTTP client is done with.
     spare: Arc<Mutex<Vec<Vec<u8>>>>,
-    /// Bytes a body's buffer keeps between batches at most (one of large spans is not kept).
+    /// About the bytes of a batch of common spans: a body's buffer is used again up to four
+    /// times this (a batch of large spans is not kept).
     keep: usize,
 }
 
@@ -192,6 +195,7 @@ impl Encoder {
             resource,
             resource_field,
             resource_schema_field,
+            scope: scope.clone(),
             scope_field,
             scope_schema_field,
             body: Vec::new(),
@@ -226,6 +230,11 @@ impl Encoder {
                 if self.buffers.len() >= 64 {
                     wire::POOL.give_back(&mut self.buffers);
                 }
+            }
+            // One of this library's scope made through the SDK goes with the written ones.
+            Queued::Full(data) if data.instrumentation_scope == self.scope => {
+                let span = opentelemetry_proto::tonic::trace::v1::Span::from(*data);
+                prost::encoding::message::encode(2, &span, &mut self.body);
             }
             Queued::Full(data) => self.others.push(*data),
         }
@@ -300,7 +309,7 @@ impl AsRef<[u8]> for Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
-        if self.bytes.capacity() > self.keep.saturating_mul(2) {
+        if self.bytes.capacity() > self.keep.saturating_mul(4) {
             return;
         }
         if let Ok(mut spare) = self.spare.lock() {
@@ -462,7 +471,7 @@ mod tests {
         };
         assert_eq!(encode(&mut encoder, big(), true), reference(&resource, big()));
         assert!(encoder.body.capacity() <= 2 * encoder.keep);
-        assert!(encoder.spare.lock().unwrap().iter().all(|body| body.capacity() <= 2 * encoder.keep));
+        assert!(encoder.spare.lock().unwrap().iter().all(|body| body.capacity() <= 4 * encoder.keep));
         // A body the client is done with is used again.
         drop(body);
         assert!(!encoder.spare.lock().unwrap().is_empty());

@@ -40,7 +40,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDeci
 
 use super::labels::{Failure, Labels, Target};
 use super::metrics::{self, Side};
-use super::wire::{self, clip, formatted, Written};
+use super::wire::{self, clip, Written};
 
 /// Tool arguments and results longer than this (opted in) are not recorded.
 const MAX_CONTENT: usize = 64 * 1024;
@@ -149,10 +149,11 @@ pub enum Ending<'a> {
 /// in is not a recording one: attributes or events set on it are not kept (nothing in this
 /// library sets any).
 ///
-/// The sampler is asked with the span's name, kind, parent and link, not its attributes: the
-/// samplers `OTEL_TRACES_SAMPLER` can name (`always_on`, `always_off`, `traceidratio` and the
-/// `parentbased_` ones) decide on the trace id and the parent alone, and the attributes are
-/// written only for a span that is recorded.
+/// The sampler is asked with the span's name, kind, parent and link, not its attributes. The
+/// sampler is the one `OTEL_TRACES_SAMPLER` names (there is no other way to give one), and those
+/// it can name (`always_on`, `always_off`, `traceidratio` and the `parentbased_` ones; the SDK
+/// reads any other as `parentbased_always_on`) decide on the trace id and the parent alone; so
+/// the attributes are written only for a span that is recorded.
 #[must_use = "an operation is recorded when it ends"]
 pub struct Operation {
     side: Side,
@@ -274,16 +275,16 @@ fn known_version(version: &str) -> std::borrow::Cow<'static, str> {
     }
 }
 
-/// A span begun now, its name written: `{method} {target}` for a tool or prompt, else the method
-/// (`known` its [`known_method`]).
-fn span_name(
+/// A span begun at `start`, its name written: `{method} {target}` for a tool or prompt, else the
+/// method (`known` its [`known_method`]).
+fn begin_span(
     method: &str,
     known: Option<&'static str>,
     kind: Option<TargetKind>,
     target: Option<&str>,
     span_kind: proto::SpanKind,
+    start: std::time::SystemTime,
 ) -> Written {
-    let start = std::time::SystemTime::now();
     match (kind, target) {
         (Some(TargetKind::Tool | TargetKind::Prompt), Some(target)) => {
             Written::new(method, Some(target), span_kind, start)
@@ -340,6 +341,10 @@ impl Operation {
     ) -> Operation {
         let kind = target_kind(message.method);
         let known = known_method(message.method);
+        let tracing = super::tracing(&parent);
+        // A span and the histogram's duration begin together: a span's start is taken at the
+        // same moment, and its end is that start plus the duration.
+        let wall_start = tracing.map(|_| std::time::SystemTime::now());
         let mut op = Operation {
             side,
             cx: parent,
@@ -362,7 +367,7 @@ impl Operation {
         {
             op.target = Some((kind, cut(target)));
         }
-        let Some(tracing) = super::tracing(&op.cx) else {
+        let (Some(tracing), Some(wall_start)) = (tracing, wall_start) else {
             // No span: the parent context is passed on, unsampled when the sampler dropped it.
             if let Some(dropped) = super::dropped_context(&op.cx) {
                 op.cx = dropped;
@@ -370,7 +375,7 @@ impl Operation {
             return op;
         };
         let span_kind = if side == Side::Server { SpanKind::Server } else { SpanKind::Client };
-        let written = span_name(message.method, known, kind, message.target, span_kind.clone().into());
+        let written = begin_span(message.method, known, kind, message.target, span_kind.clone().into(), wall_start);
         let ids = RandomIdGenerator::default();
         let (trace_id, parent_id, parent_is_remote, parent_flags) = {
             let parent_span = op.cx.span();
@@ -483,7 +488,7 @@ impl Recorded {
             Ending::Ok => {}
             Ending::ToolError => written.text("error.type", "tool_error"),
             Ending::Cancelled => written.text("error.type", "cancelled"),
-            Ending::Error { code, .. } => formatted(code, |code| {
+            Ending::Error { code, .. } => wire::int_text(*code, |code| {
                 written.text("error.type", code);
                 written.text("rpc.response.status_code", code);
             }),
@@ -539,7 +544,7 @@ fn write_attributes(
     written.text("mcp.method.name", described.known.unwrap_or(message.method));
     match message.request_id {
         Some(RequestId::String(id)) => written.text("jsonrpc.request.id", id),
-        Some(id) => formatted(id, |id| written.text("jsonrpc.request.id", id)),
+        Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.text("jsonrpc.request.id", id)),
         None => {}
     }
     match (described.kind, message.target) {
@@ -631,7 +636,8 @@ mod tests {
     fn names_and_metric_labels_follow_the_conventions() {
         let name = |method, target| {
             let kind = proto::SpanKind::Server;
-            span_name(method, known_method(method), target_kind(method), target, kind).name().to_owned()
+            let start = std::time::SystemTime::now();
+            begin_span(method, known_method(method), target_kind(method), target, kind, start).name().to_owned()
         };
         assert_eq!(name("tools/call", Some("echo")), "tools/call echo");
         assert_eq!(name("prompts/get", Some("greet")), "prompts/get greet");

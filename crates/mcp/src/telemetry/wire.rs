@@ -13,7 +13,8 @@
 //!
 //! The buffers spans are written in are used again ([`POOL`]): a request's thread takes one, the
 //! export thread gives it back once the span is copied into a batch, so that in a steady state
-//! neither thread allocates a span's memory, nor frees memory the other allocated.
+//! neither thread allocates a common span's memory, nor frees memory the other allocated (a span
+//! grown past a kilobyte, with recorded tool content, is freed by the export thread).
 //!
 //! Why: a span made through the SDK (its span object, its `SpanData`), then turned into
 //! protobuf messages on the export thread, cost a request several microseconds, most of it
@@ -119,6 +120,31 @@ pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&str) -> R) -> R {
     f(small.text())
 }
 
+/// Gives `f` the decimal text of `n` (request ids, error codes), written without the formatting
+/// machinery.
+pub(crate) fn int_text<R>(n: i64, f: impl FnOnce(&str) -> R) -> R {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut small = Small { bytes: [0; 64], len: 0 };
+    if n < 0 {
+        small.bytes[0] = b'-';
+        small.len = 1;
+    }
+    let count = digits.len() - at;
+    small.bytes[small.len..small.len + count].copy_from_slice(&digits[at..]);
+    small.len += count;
+    f(small.text())
+}
+
 /// A few bytes of text on the stack.
 struct Small {
     bytes: [u8; 64],
@@ -220,23 +246,25 @@ impl Written {
 
     /// An integer attribute.
     pub fn int(&mut self, key: &str, value: i64) {
-        self.key_value(key, key_len(field::INT) + encoded_len_varint(value as u64));
-        field_key(field::INT, WireType::Varint, &mut self.bytes);
-        varint(value as u64, &mut self.bytes);
+        let mut value_head = Head::default();
+        value_head.key(field::INT, WireType::Varint);
+        value_head.varint(value as u64);
+        self.key_value(key, &value_head, &[]);
     }
 
     /// A boolean attribute.
     pub fn bool(&mut self, key: &str, value: bool) {
-        self.key_value(key, key_len(field::BOOL) + 1);
-        field_key(field::BOOL, WireType::Varint, &mut self.bytes);
-        self.bytes.push(u8::from(value));
+        let mut value_head = Head::default();
+        value_head.key(field::BOOL, WireType::Varint);
+        value_head.varint(u64::from(value));
+        self.key_value(key, &value_head, &[]);
     }
 
     /// A floating-point attribute.
     pub fn double(&mut self, key: &str, value: f64) {
-        self.key_value(key, key_len(field::DOUBLE) + 8);
-        field_key(field::DOUBLE, WireType::SixtyFourBit, &mut self.bytes);
-        self.bytes.extend_from_slice(&value.to_le_bytes());
+        let mut value_head = Head::default();
+        value_head.key(field::DOUBLE, WireType::SixtyFourBit);
+        self.key_value(key, &value_head, &[&value.to_le_bytes()]);
     }
 
     /// An attribute as the OpenTelemetry API holds it (those a sampler adds), kept whole.
@@ -257,30 +285,71 @@ impl Written {
 
     /// A text attribute of `head` then `tail`.
     fn string(&mut self, key: &str, head: &str, tail: &str) {
-        let len = head.len() + tail.len();
-        self.key_value(key, key_len(field::STRING) + encoded_len_varint(len as u64) + len);
-        field_key(field::STRING, WireType::LengthDelimited, &mut self.bytes);
-        varint(len as u64, &mut self.bytes);
-        self.bytes.extend_from_slice(head.as_bytes());
-        self.bytes.extend_from_slice(tail.as_bytes());
+        let mut value_head = Head::default();
+        value_head.key(field::STRING, WireType::LengthDelimited);
+        value_head.varint((head.len() + tail.len()) as u64);
+        self.key_value(key, &value_head, &[head.as_bytes(), tail.as_bytes()]);
     }
 
-    /// The start of an attribute: its `KeyValue` field, key and the head of its value, an
-    /// `AnyValue` of `value_len` bytes that the caller writes next.
-    fn key_value(&mut self, key: &str, value_len: usize) {
+    /// An attribute: a `KeyValue` of the `Span`'s `attributes` field, whose `AnyValue` is
+    /// `value_head` then `value`. Its keys and lengths are put together on the stack and the
+    /// whole written with one reservation (most attributes are a few dozen bytes: writing them
+    /// a byte at a time cost more than all the rest of a span).
+    fn key_value(&mut self, key: &str, value_head: &Head, value: &[&[u8]]) {
+        let value_len = value_head.len + value.iter().map(|part| part.len()).sum::<usize>();
+        let mut head = Head::default();
         // proto3 leaves an empty string out.
         let key_field = match key.len() {
             0 => 0,
             n => key_len(field::KEY) + encoded_len_varint(n as u64) + n,
         };
         let len = key_field + key_len(field::VALUE) + encoded_len_varint(value_len as u64) + value_len;
-        field_key(field::ATTRIBUTES, WireType::LengthDelimited, &mut self.bytes);
-        varint(len as u64, &mut self.bytes);
+        head.key(field::ATTRIBUTES, WireType::LengthDelimited);
+        head.varint(len as u64);
         if !key.is_empty() {
-            length_delimited(field::KEY, key.as_bytes(), &mut self.bytes);
+            head.key(field::KEY, WireType::LengthDelimited);
+            head.varint(key.len() as u64);
         }
-        field_key(field::VALUE, WireType::LengthDelimited, &mut self.bytes);
-        varint(value_len as u64, &mut self.bytes);
+        let mut middle = Head::default();
+        middle.key(field::VALUE, WireType::LengthDelimited);
+        middle.varint(value_len as u64);
+        self.bytes.reserve(head.len + key.len() + middle.len + value_len);
+        self.bytes.extend_from_slice(head.bytes());
+        self.bytes.extend_from_slice(key.as_bytes());
+        self.bytes.extend_from_slice(middle.bytes());
+        self.bytes.extend_from_slice(value_head.bytes());
+        for part in value {
+            self.bytes.extend_from_slice(part);
+        }
+    }
+}
+
+/// Up to two keys and two lengths, put together on the stack.
+#[derive(Default)]
+struct Head {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Head {
+    #[inline]
+    fn key(&mut self, number: u32, wire_type: WireType) {
+        self.varint(u64::from(number << 3 | wire_type as u32));
+    }
+
+    #[inline]
+    fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.bytes[self.len] = (value as u8) | 0x80;
+            self.len += 1;
+            value >>= 7;
+        }
+        self.bytes[self.len] = value as u8;
+        self.len += 1;
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -397,6 +466,10 @@ pub(crate) fn finish(mut written: Written, frame: &Frame<'_>) -> Queued {
     let flags = span_flags(frame.parent_is_remote, frame.context.trace_flags().to_u8());
     field_key(field::FLAGS, WireType::ThirtyTwoBit, out);
     out.extend_from_slice(&flags.to_le_bytes());
+    // A span of recorded tool content waits at its size, not at the capacity its growth doubled.
+    if out.capacity() > 2 * SLOT && out.capacity() > out.len() + out.len() / 4 {
+        out.shrink_to_fit();
+    }
     if *frame.context.trace_state() == TraceState::NONE {
         // The ids, in the room before the name, ending where it begins.
         let (ids, len) = ids_on_stack(frame);
@@ -593,6 +666,9 @@ mod tests {
         assert!(written.name().ends_with('…') && written.name().starts_with("tools/call é"));
         written.text("k", &long);
         assert_eq!(formatted(-32602, str::to_owned), "-32602");
+        for n in [0, 7, -1, 10, -32602, 1_000_000, i64::MAX, i64::MIN] {
+            assert_eq!(int_text(n, str::to_owned), n.to_string());
+        }
         for ip in ["127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.100.9", "::1", "2001:db8::7"] {
             assert_eq!(ip_text(ip.parse().unwrap(), str::to_owned), ip);
         }
