@@ -23,8 +23,18 @@ use tokio_rustls::client::TlsStream;
 #[derive(Clone)]
 pub(crate) struct Connector {
     #[cfg(feature = "tls")]
-    tls: Arc<rustls::ClientConfig>,
+    tls: Arc<Tls>,
     proxies: Arc<Matcher>,
+}
+
+/// The TLS configuration: made with the connector when it has roots of its own (so that a bad
+/// certificate file is said at once), else at the first `https` connection (reading the system's
+/// roots cost a process that never used TLS, such as a stdio server exporting telemetry over
+/// plain HTTP, some ten milliseconds as it started).
+#[cfg(feature = "tls")]
+enum Tls {
+    Ready(Arc<rustls::ClientConfig>),
+    SystemRoots(std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>>),
 }
 
 impl Connector {
@@ -32,11 +42,28 @@ impl Connector {
     pub fn new(extra_roots: &[std::path::PathBuf]) -> io::Result<Connector> {
         #[cfg(not(feature = "tls"))]
         let _ = extra_roots; // no TLS, no roots
+        #[cfg(feature = "tls")]
+        let tls = match extra_roots {
+            [] => Tls::SystemRoots(std::sync::OnceLock::new()),
+            extra => Tls::Ready(crate::net::tls::client_config(extra)?),
+        };
         Ok(Connector {
             #[cfg(feature = "tls")]
-            tls: crate::net::tls::client_config(extra_roots)?,
+            tls: Arc::new(tls),
             proxies: Arc::new(Matcher::from_env()),
         })
+    }
+
+    /// The TLS configuration, made now if it was not.
+    #[cfg(feature = "tls")]
+    fn tls_config(&self) -> io::Result<Arc<rustls::ClientConfig>> {
+        match &*self.tls {
+            Tls::Ready(config) => Ok(config.clone()),
+            Tls::SystemRoots(config) => config
+                .get_or_init(|| crate::net::tls::client_config(&[]).map_err(|e| e.to_string()))
+                .clone()
+                .map_err(io::Error::other),
+        }
     }
 
     /// The `Proxy-Authorization` an `http` request to `uri` needs, if it goes through a proxy
@@ -170,7 +197,7 @@ impl Connector {
     async fn tls(&self, stream: TcpStream, host: String) -> io::Result<Conn> {
         let name = ServerName::try_from(host.clone())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{host:?} is not a valid server name")))?;
-        let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await.map_err(|e| {
+        let tls = tokio_rustls::TlsConnector::from(self.tls_config()?).connect(name, stream).await.map_err(|e| {
             match crate::net::tls::explain(&e, &host) {
                 Some(words) => io::Error::new(io::ErrorKind::InvalidData, words),
                 None => io::Error::new(e.kind(), format!("TLS with {host} failed: {e}")),

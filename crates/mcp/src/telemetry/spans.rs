@@ -40,7 +40,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDeci
 
 use super::labels::{Failure, Labels, Target};
 use super::metrics::{self, Side};
-use super::wire::{self, clip, Written};
+use super::wire::{self, clip, key, Written};
 
 /// Tool arguments and results longer than this (opted in) are not recorded.
 const MAX_CONTENT: usize = 64 * 1024;
@@ -402,7 +402,7 @@ impl Operation {
             op.content = kind == Some(TargetKind::Tool) && super::config::capture_content();
             if op.content {
                 if let Some(arguments) = message.params.and_then(tool_arguments) {
-                    written.content("gen_ai.tool.call.arguments", arguments);
+                    written.content(key!("gen_ai.tool.call.arguments"), arguments);
                 }
             }
             op.span = Some(Recorded {
@@ -436,7 +436,7 @@ impl Operation {
     /// Records a tool call's result (JSON text), when [`Operation::wants_result`].
     pub fn record_result(&mut self, result: &str) {
         if let (true, true, Some(span)) = (self.content, result.len() <= MAX_CONTENT, &mut self.span) {
-            span.written.content("gen_ai.tool.call.result", result);
+            span.written.content(key!("gen_ai.tool.call.result"), result);
         }
     }
 
@@ -486,11 +486,11 @@ impl Recorded {
         let written = &mut self.written;
         match ending {
             Ending::Ok => {}
-            Ending::ToolError => written.text("error.type", "tool_error"),
-            Ending::Cancelled => written.text("error.type", "cancelled"),
+            Ending::ToolError => written.text(key!("error.type"), "tool_error"),
+            Ending::Cancelled => written.text(key!("error.type"), "cancelled"),
             Ending::Error { code, .. } => wire::int_text(*code, |code| {
-                written.text("error.type", code);
-                written.text("rpc.response.status_code", code);
+                written.text(key!("error.type"), code);
+                written.text(key!("rpc.response.status_code"), code);
             }),
         }
         let (status, message) = match ending {
@@ -541,33 +541,33 @@ fn write_attributes(
     described: &Described<'_>,
     transport: &Transport,
 ) {
-    written.text("mcp.method.name", described.known.unwrap_or(message.method));
+    written.text(key!("mcp.method.name"), described.known.unwrap_or(message.method));
     match message.request_id {
-        Some(RequestId::String(id)) => written.text("jsonrpc.request.id", id),
-        Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.text("jsonrpc.request.id", id)),
+        Some(RequestId::String(id)) => written.text(key!("jsonrpc.request.id"), id),
+        Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.text(key!("jsonrpc.request.id"), id)),
         None => {}
     }
     match (described.kind, message.target) {
         (Some(TargetKind::Tool), Some(name)) => {
-            written.text("gen_ai.tool.name", name);
-            written.text("gen_ai.operation.name", "execute_tool");
+            written.text(key!("gen_ai.tool.name"), name);
+            written.text(key!("gen_ai.operation.name"), "execute_tool");
         }
-        (Some(TargetKind::Tool), None) => written.text("gen_ai.operation.name", "execute_tool"),
-        (Some(TargetKind::Prompt), Some(name)) => written.text("gen_ai.prompt.name", name),
-        (Some(TargetKind::Resource), Some(uri)) => written.text("mcp.resource.uri", uri),
+        (Some(TargetKind::Tool), None) => written.text(key!("gen_ai.operation.name"), "execute_tool"),
+        (Some(TargetKind::Prompt), Some(name)) => written.text(key!("gen_ai.prompt.name"), name),
+        (Some(TargetKind::Resource), Some(uri)) => written.text(key!("mcp.resource.uri"), uri),
         _ => {}
     }
     if let Some(version) = described.protocol_version {
-        written.text("mcp.protocol.version", version);
+        written.text(key!("mcp.protocol.version"), version);
     }
-    written.text("network.transport", transport.network);
+    written.text(key!("network.transport"), transport.network);
     if let Some(version) = transport.http_version {
-        written.text("network.protocol.name", "http");
-        written.text("network.protocol.version", version);
+        written.text(key!("network.protocol.name"), "http");
+        written.text(key!("network.protocol.version"), version);
     }
     let (address, port) = match side {
-        Side::Server => ("client.address", "client.port"),
-        Side::Client => ("server.address", "server.port"),
+        Side::Server => (key!("client.address"), key!("client.port")),
+        Side::Client => (key!("server.address"), key!("server.port")),
     };
     match &transport.peer {
         Some(Peer::Socket(socket)) => {
@@ -582,7 +582,7 @@ fn write_attributes(
     }
     let legacy = message.protocol_version.is_none_or(|v| v < "2026-07-28");
     if let (Some(session), true) = (&transport.session, legacy) {
-        written.text("mcp.session.id", &session_digest(session));
+        written.text(key!("mcp.session.id"), &session_digest(session));
     }
 }
 

@@ -234,18 +234,38 @@ impl Written {
     }
 
     /// A text attribute, cut to [`MAX_TEXT`].
-    pub fn text(&mut self, key: &str, value: &str) {
+    pub fn text(&mut self, key: Key, value: &str) {
         let (head, cut) = clip(value);
-        self.string(key, head, cut);
+        let len = head.len() + cut.len();
+        // A short one (most are): every key and length one byte, the key's field written when
+        // the program was built.
+        let value_len = 2 + len;
+        let len_of_key_value = key.field.len() + 2 + value_len;
+        if len_of_key_value >= 0x80 {
+            return self.string(key.name, head, cut);
+        }
+        self.bytes.reserve(2 + len_of_key_value);
+        self.bytes.extend_from_slice(&[ATTRIBUTE_KEY, len_of_key_value as u8]);
+        self.bytes.extend_from_slice(key.field);
+        self.bytes.extend_from_slice(&[VALUE_KEY, value_len as u8, STRING_KEY, len as u8]);
+        self.bytes.extend_from_slice(head.as_bytes());
+        if !cut.is_empty() {
+            self.bytes.extend_from_slice(cut.as_bytes());
+        }
     }
 
     /// A text attribute kept whole (tool arguments and results, whose size the caller bounds).
-    pub fn content(&mut self, key: &str, value: &str) {
-        self.string(key, value, "");
+    pub fn content(&mut self, key: Key, value: &str) {
+        self.string(key.name, value, "");
     }
 
     /// An integer attribute.
-    pub fn int(&mut self, key: &str, value: i64) {
+    pub fn int(&mut self, key: Key, value: i64) {
+        self.integer(key.name, value);
+    }
+
+    /// An integer attribute, its key given as text.
+    fn integer(&mut self, key: &str, value: i64) {
         let mut value_head = Head::default();
         value_head.key(field::INT, WireType::Varint);
         value_head.varint(value as u64);
@@ -253,7 +273,7 @@ impl Written {
     }
 
     /// A boolean attribute.
-    pub fn bool(&mut self, key: &str, value: bool) {
+    fn bool(&mut self, key: &str, value: bool) {
         let mut value_head = Head::default();
         value_head.key(field::BOOL, WireType::Varint);
         value_head.varint(u64::from(value));
@@ -261,7 +281,7 @@ impl Written {
     }
 
     /// A floating-point attribute.
-    pub fn double(&mut self, key: &str, value: f64) {
+    fn double(&mut self, key: &str, value: f64) {
         let mut value_head = Head::default();
         value_head.key(field::DOUBLE, WireType::SixtyFourBit);
         self.key_value(key, &value_head, &[&value.to_le_bytes()]);
@@ -271,8 +291,8 @@ impl Written {
     pub fn attribute(&mut self, attribute: &KeyValue) {
         let key = attribute.key.as_str();
         match &attribute.value {
-            Value::String(text) => self.content(key, text.as_str()),
-            Value::I64(n) => self.int(key, *n),
+            Value::String(text) => self.string(key, text.as_str(), ""),
+            Value::I64(n) => self.integer(key, *n),
             Value::Bool(b) => self.bool(key, *b),
             Value::F64(f) => self.double(key, *f),
             other => {
@@ -323,6 +343,51 @@ impl Written {
         }
     }
 }
+
+/// The one-byte keys of `Span.attributes`, `KeyValue.value` and `AnyValue.string_value`.
+const ATTRIBUTE_KEY: u8 = (field::ATTRIBUTES << 3) as u8 | WireType::LengthDelimited as u8;
+const VALUE_KEY: u8 = (field::VALUE << 3) as u8 | WireType::LengthDelimited as u8;
+const STRING_KEY: u8 = (field::STRING << 3) as u8 | WireType::LengthDelimited as u8;
+
+/// An attribute's key, known when the program is built, its `KeyValue.key` field encoded then
+/// ([`key!`](crate::telemetry::wire::key)).
+#[derive(Clone, Copy)]
+pub(crate) struct Key {
+    name: &'static str,
+    field: &'static [u8],
+}
+
+impl Key {
+    pub(crate) const fn new(name: &'static str, field: &'static [u8]) -> Key {
+        Key { name, field }
+    }
+}
+
+/// The `KeyValue.key` field of `name` (shorter than 126 bytes, not empty): its key, its length,
+/// its text.
+pub(crate) const fn key_field<const N: usize>(name: &str) -> [u8; N] {
+    assert!(N > 2 && N < 0x80, "an attribute key of 1 to 125 bytes");
+    let mut field = [0; N];
+    field[0] = (field::KEY << 3) as u8 | WireType::LengthDelimited as u8;
+    field[1] = (N - 2) as u8;
+    let mut i = 0;
+    while i < N - 2 {
+        field[i + 2] = name.as_bytes()[i];
+        i += 1;
+    }
+    field
+}
+
+/// An attribute [`Key`], its field encoded when the program is built: `key!("mcp.method.name")`.
+macro_rules! key {
+    ($name:literal) => {{
+        const NAME: &str = $name;
+        const FIELD: [u8; NAME.len() + 2] = $crate::telemetry::wire::key_field(NAME);
+        const KEY: $crate::telemetry::wire::Key = $crate::telemetry::wire::Key::new(NAME, &FIELD);
+        KEY
+    }};
+}
+pub(crate) use key;
 
 /// Up to two keys and two lengths, put together on the stack.
 #[derive(Default)]
@@ -657,6 +722,22 @@ mod tests {
     }
 
     #[test]
+    fn a_known_key_writes_what_a_key_given_as_text_writes() {
+        let start = SystemTime::now();
+        let mut fast = Written::new("n", None, span::SpanKind::Client, start);
+        let mut general = Written::new("n", None, span::SpanKind::Client, start);
+        let long = "x".repeat(MAX_TEXT + 10);
+        for value in ["tools/call", "", "é", &"y".repeat(100), &"z".repeat(110), &long] {
+            fast.text(key!("mcp.method.name"), value);
+            let (head, cut) = clip(value);
+            general.string("mcp.method.name", head, cut);
+            fast.int(key!("client.port"), -7);
+            general.integer("client.port", -7);
+        }
+        assert_eq!(fast.bytes, general.bytes);
+    }
+
+    #[test]
     fn text_is_cut_at_a_character_boundary() {
         let long = "é".repeat(200);
         let (head, cut) = clip(&long);
@@ -664,7 +745,7 @@ mod tests {
         assert_eq!(clip("short"), ("short", ""));
         let mut written = Written::new("tools/call", Some(&long), span::SpanKind::Server, SystemTime::now());
         assert!(written.name().ends_with('…') && written.name().starts_with("tools/call é"));
-        written.text("k", &long);
+        written.text(key!("k"), &long);
         assert_eq!(formatted(-32602, str::to_owned), "-32602");
         for n in [0, 7, -1, 10, -32602, 1_000_000, i64::MAX, i64::MIN] {
             assert_eq!(int_text(n, str::to_owned), n.to_string());
