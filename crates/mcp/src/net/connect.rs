@@ -120,6 +120,28 @@ impl hyper::rt::Write for Conn {
         }
     }
 
+    /// Vectored, so that hyper writes a request's head and body together without copying the
+    /// body into its buffer first (a telemetry batch is a few hundred kilobytes).
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Plain { io, .. } => Pin::new(io).poll_write_vectored(cx, bufs),
+            #[cfg(feature = "tls")]
+            Conn::Tls(io) => Pin::new(io.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Conn::Plain { io, .. } => io.is_write_vectored(),
+            #[cfg(feature = "tls")]
+            Conn::Tls(io) => io.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Conn::Plain { io, .. } => Pin::new(io).poll_flush(cx),

@@ -60,13 +60,17 @@ impl Carrier {
 
     /// The carrier of an HTTP request's own headers (`traceparent`, `tracestate`, `baggage`).
     pub fn from_headers(headers: &http::HeaderMap) -> Option<Carrier> {
-        let header = |name: &str, max: usize| {
+        // Names made once, not parsed again for every request.
+        const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+        const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+        const BAGGAGE: http::HeaderName = http::HeaderName::from_static("baggage");
+        let header = |name: &http::HeaderName, max: usize| {
             headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| v.len() <= max).map(str::to_owned)
         };
         Some(Carrier {
-            traceparent: header("traceparent", MAX_TRACEPARENT)?,
-            tracestate: header("tracestate", MAX_TRACESTATE),
-            baggage: header("baggage", MAX_BAGGAGE),
+            traceparent: header(&TRACEPARENT, MAX_TRACEPARENT)?,
+            tracestate: header(&TRACESTATE, MAX_TRACESTATE),
+            baggage: header(&BAGGAGE, MAX_BAGGAGE),
         })
     }
 

@@ -489,8 +489,8 @@ impl Recorded {
             Ending::ToolError => written.text(key!("error.type"), "tool_error"),
             Ending::Cancelled => written.text(key!("error.type"), "cancelled"),
             Ending::Error { code, .. } => wire::int_text(*code, |code| {
-                written.text(key!("error.type"), code);
-                written.text(key!("rpc.response.status_code"), code);
+                written.ascii(key!("error.type"), code);
+                written.ascii(key!("rpc.response.status_code"), code);
             }),
         }
         let (status, message) = match ending {
@@ -544,7 +544,7 @@ fn write_attributes(
     written.text(key!("mcp.method.name"), described.known.unwrap_or(message.method));
     match message.request_id {
         Some(RequestId::String(id)) => written.text(key!("jsonrpc.request.id"), id),
-        Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.text(key!("jsonrpc.request.id"), id)),
+        Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.ascii(key!("jsonrpc.request.id"), id)),
         None => {}
     }
     match (described.kind, message.target) {
@@ -571,7 +571,7 @@ fn write_attributes(
     };
     match &transport.peer {
         Some(Peer::Socket(socket)) => {
-            wire::ip_text(socket.ip(), |ip| written.text(address, ip));
+            wire::ip_text(socket.ip(), |ip| written.ascii(address, ip));
             written.int(port, i64::from(socket.port()));
         }
         Some(Peer::Host(host, number)) => {

@@ -96,8 +96,11 @@ pub(crate) fn formatted<R>(value: impl std::fmt::Display, f: impl FnOnce(&str) -
 
 /// Gives `f` the text of `ip` (an IPv4 address's written without the formatting machinery, which
 /// cost a request more than the rest of its span's attributes).
-pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&str) -> R) -> R {
-    let std::net::IpAddr::V4(v4) = ip else { return formatted(ip, f) };
+pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&Ascii) -> R) -> R {
+    let std::net::IpAddr::V4(v4) = ip else {
+        // IPv6 addresses are written in hex digits, colons and dots.
+        return formatted(ip, |text| f(&Ascii(Small::of(text))));
+    };
     let mut small = Small { bytes: [0; 64], len: 0 };
     for (i, octet) in v4.octets().into_iter().enumerate() {
         if i > 0 {
@@ -117,12 +120,27 @@ pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&str) -> R) -> R {
             small.len += 1;
         }
     }
-    f(small.text())
+    f(&Ascii(small))
+}
+
+/// ASCII text on the stack: digits, signs, dots and colons.
+pub(crate) struct Ascii(Small);
+
+impl Ascii {
+    fn bytes(&self) -> &[u8] {
+        &self.0.bytes[..self.0.len]
+    }
+
+    /// The text (tests).
+    #[cfg(test)]
+    fn text(&self) -> &str {
+        self.0.text()
+    }
 }
 
 /// Gives `f` the decimal text of `n` (request ids, error codes), written without the formatting
 /// machinery.
-pub(crate) fn int_text<R>(n: i64, f: impl FnOnce(&str) -> R) -> R {
+pub(crate) fn int_text<R>(n: i64, f: impl FnOnce(&Ascii) -> R) -> R {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut rest = n.unsigned_abs();
@@ -142,7 +160,7 @@ pub(crate) fn int_text<R>(n: i64, f: impl FnOnce(&str) -> R) -> R {
     let count = digits.len() - at;
     small.bytes[small.len..small.len + count].copy_from_slice(&digits[at..]);
     small.len += count;
-    f(small.text())
+    f(&Ascii(small))
 }
 
 /// A few bytes of text on the stack.
@@ -152,6 +170,13 @@ struct Small {
 }
 
 impl Small {
+    /// `text`'s first 64 bytes (all of an address's).
+    fn of(text: &str) -> Small {
+        let mut small = Small { bytes: [0; 64], len: text.len().min(64) };
+        small.bytes[..small.len].copy_from_slice(&text.as_bytes()[..small.len]);
+        small
+    }
+
     fn text(&self) -> &str {
         // Only whole `&str`s are written in.
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
@@ -236,19 +261,32 @@ impl Written {
     /// A text attribute, cut to [`MAX_TEXT`].
     pub fn text(&mut self, key: Key, value: &str) {
         let (head, cut) = clip(value);
+        self.text_bytes(key, head.as_bytes(), cut);
+    }
+
+    /// A text attribute of the ASCII text [`int_text`] and [`ip_text`] give (not checked as
+    /// UTF-8 again).
+    pub fn ascii(&mut self, key: Key, value: &Ascii) {
+        self.text_bytes(key, value.bytes(), "");
+    }
+
+    /// A text attribute of `head` (UTF-8, and a whole string's prefix at a character boundary)
+    /// then `cut`.
+    fn text_bytes(&mut self, key: Key, head: &[u8], cut: &str) {
         let len = head.len() + cut.len();
         // A short one (most are): every key and length one byte, the key's field written when
         // the program was built.
         let value_len = 2 + len;
         let len_of_key_value = key.field.len() + 2 + value_len;
         if len_of_key_value >= 0x80 {
+            let head = std::str::from_utf8(head).unwrap_or_default();
             return self.string(key.name, head, cut);
         }
         self.bytes.reserve(2 + len_of_key_value);
         self.bytes.extend_from_slice(&[ATTRIBUTE_KEY, len_of_key_value as u8]);
         self.bytes.extend_from_slice(key.field);
         self.bytes.extend_from_slice(&[VALUE_KEY, value_len as u8, STRING_KEY, len as u8]);
-        self.bytes.extend_from_slice(head.as_bytes());
+        self.bytes.extend_from_slice(head);
         if !cut.is_empty() {
             self.bytes.extend_from_slice(cut.as_bytes());
         }
@@ -748,10 +786,10 @@ mod tests {
         written.text(key!("k"), &long);
         assert_eq!(formatted(-32602, str::to_owned), "-32602");
         for n in [0, 7, -1, 10, -32602, 1_000_000, i64::MAX, i64::MIN] {
-            assert_eq!(int_text(n, str::to_owned), n.to_string());
+            assert_eq!(int_text(n, |t| t.text().to_owned()), n.to_string());
         }
         for ip in ["127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.100.9", "::1", "2001:db8::7"] {
-            assert_eq!(ip_text(ip.parse().unwrap(), str::to_owned), ip);
+            assert_eq!(ip_text(ip.parse().unwrap(), |t| t.text().to_owned()), ip);
         }
         assert_eq!(formatted("x".repeat(100), |t| t.len()), 100);
     }
