@@ -30,11 +30,12 @@ pub(crate) struct Connector {
 /// The TLS configuration: made with the connector when it has roots of its own (so that a bad
 /// certificate file is said at once), else at the first `https` connection (reading the system's
 /// roots cost a process that never used TLS, such as a stdio server exporting telemetry over
-/// plain HTTP, some ten milliseconds as it started).
+/// plain HTTP, some ten milliseconds as it started). A read that found no root at all (files
+/// unreadable for a moment, descriptors exhausted) is not kept: the next connection reads again.
 #[cfg(feature = "tls")]
 enum Tls {
     Ready(Arc<rustls::ClientConfig>),
-    SystemRoots(std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>>),
+    SystemRoots(std::sync::OnceLock<Arc<rustls::ClientConfig>>),
 }
 
 impl Connector {
@@ -59,10 +60,16 @@ impl Connector {
     fn tls_config(&self) -> io::Result<Arc<rustls::ClientConfig>> {
         match &*self.tls {
             Tls::Ready(config) => Ok(config.clone()),
-            Tls::SystemRoots(config) => config
-                .get_or_init(|| crate::net::tls::client_config(&[]).map_err(|e| e.to_string()))
-                .clone()
-                .map_err(io::Error::other),
+            Tls::SystemRoots(kept) => {
+                if let Some(config) = kept.get() {
+                    return Ok(config.clone());
+                }
+                let (config, roots) = crate::net::tls::client_config_counted(&[])?;
+                if roots > 0 {
+                    let _ = kept.set(config.clone());
+                }
+                Ok(config)
+            }
         }
     }
 

@@ -40,6 +40,11 @@ fn read_key(path: &Path) -> io::Result<PrivateKeyDer<'static>> {
 
 /// A client configuration trusting the system's roots and the CA files in `extra`.
 pub fn client_config(extra: &[PathBuf]) -> io::Result<Arc<rustls::ClientConfig>> {
+    Ok(client_config_counted(extra)?.0)
+}
+
+/// [`client_config`], and how many roots it trusts.
+pub fn client_config_counted(extra: &[PathBuf]) -> io::Result<(Arc<rustls::ClientConfig>, usize)> {
     let mut roots = rustls::RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for cert in native.certs {
@@ -50,12 +55,13 @@ pub fn client_config(extra: &[PathBuf]) -> io::Result<Arc<rustls::ClientConfig>>
             roots.add(cert).map_err(|e| io::Error::other(format!("{}: not a CA certificate: {e}", path.display())))?;
         }
     }
+    let count = roots.len();
     let config = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(io::Error::other)?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), count))
 }
 
 /// A certificate problem, said so that a person knows what to do; `None` for other errors.

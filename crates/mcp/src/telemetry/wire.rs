@@ -6,10 +6,10 @@
 //! rest as it ends ([`finish`]): its ids in the room left before the name, its end time in the
 //! room left after the start, its link, status and flags after the attributes. Field by field,
 //! the bytes are those `prost` writes for the message `opentelemetry-proto` describes (the tests
-//! compare them with what those types encode for the same span). The lengths are `prost`'s
-//! (`encoded_len_varint`, `key_len`), the varints a few lines of this module's; links and
-//! attribute values other than text, integers, booleans and floats are encoded through
-//! `opentelemetry-proto`'s own messages.
+//! compare them with what those types encode for the same span). The keys and varints are a few
+//! lines of this module's (an attribute's key field is encoded when the program is built, and a
+//! short attribute's lengths are one byte each); links and attribute values other than text,
+//! integers, booleans and floats are encoded through `opentelemetry-proto`'s own messages.
 //!
 //! The buffers spans are written in are used again ([`POOL`]): a request's thread takes one, the
 //! export thread gives it back once the span is copied into a batch, so that in a steady state
@@ -172,6 +172,7 @@ struct Small {
 impl Small {
     /// `text`'s first 64 bytes (all of an address's).
     fn of(text: &str) -> Small {
+        debug_assert!(text.is_ascii() && text.len() <= 64, "an address's text: {text}");
         let mut small = Small { bytes: [0; 64], len: text.len().min(64) };
         small.bytes[..small.len].copy_from_slice(&text.as_bytes()[..small.len]);
         small
@@ -405,6 +406,7 @@ impl Key {
 /// its text.
 pub(crate) const fn key_field<const N: usize>(name: &str) -> [u8; N] {
     assert!(N > 2 && N < 0x80, "an attribute key of 1 to 125 bytes");
+    assert!(name.len() + 2 == N, "the field of a key is the key and two bytes");
     let mut field = [0; N];
     field[0] = (field::KEY << 3) as u8 | WireType::LengthDelimited as u8;
     field[1] = (N - 2) as u8;
@@ -569,11 +571,12 @@ pub(crate) fn finish(mut written: Written, frame: &Frame<'_>) -> Queued {
     let flags = span_flags(frame.parent_is_remote, frame.context.trace_flags().to_u8());
     field_key(field::FLAGS, WireType::ThirtyTwoBit, out);
     out.extend_from_slice(&flags.to_le_bytes());
-    // A span of recorded tool content waits at its size, not at the capacity its growth doubled.
-    if out.capacity() > 2 * SLOT && out.capacity() > out.len() + out.len() / 4 {
-        out.shrink_to_fit();
-    }
     if *frame.context.trace_state() == TraceState::NONE {
+        // A span of recorded tool content waits at its size, not at the capacity its growth
+        // doubled.
+        if bytes.capacity() > 2 * SLOT && bytes.capacity() > bytes.len() + bytes.len() / 4 {
+            bytes.shrink_to_fit();
+        }
         // The ids, in the room before the name, ending where it begins.
         let (ids, len) = ids_on_stack(frame);
         let from = IDS - len;
