@@ -44,7 +44,7 @@ pub fn client_config(extra: &[PathBuf]) -> io::Result<Arc<rustls::ClientConfig>>
 }
 
 /// [`client_config`], and how many roots it trusts.
-pub fn client_config_counted(extra: &[PathBuf]) -> io::Result<(Arc<rustls::ClientConfig>, usize)> {
+pub(crate) fn client_config_counted(extra: &[PathBuf]) -> io::Result<(Arc<rustls::ClientConfig>, usize)> {
     let mut roots = rustls::RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for cert in native.certs {
