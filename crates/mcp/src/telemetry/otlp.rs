@@ -165,12 +165,6 @@ pub(crate) struct Encoder {
     keep: usize,
 }
 
-/// The heads around the batch's written spans, at most: `ResourceSpans`' key and length, the
-/// resource, `ScopeSpans`' key and length, this library's scope.
-fn room(resource_field: &[u8], scope_field: &[u8]) -> usize {
-    2 * (1 + 10) + resource_field.len() + scope_field.len()
-}
-
 impl Encoder {
     /// An encoder for the spans of `resource`, written ones being of `scope`, batches of about
     /// `batch` spans.
@@ -209,8 +203,10 @@ impl Encoder {
         encoder
     }
 
+    /// The room for the heads around the batch's written spans, at most: `ResourceSpans`' key
+    /// and length, the resource, `ScopeSpans`' key and length, this library's scope.
     fn room(&self) -> usize {
-        room(&self.resource_field, &self.scope_field)
+        2 * (1 + 10) + self.resource_field.len() + self.scope_field.len()
     }
 
     /// Begins a batch, in a body the client is done with when there is one.

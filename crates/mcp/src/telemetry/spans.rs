@@ -494,13 +494,13 @@ impl Recorded {
             }),
         }
         let (status, message) = match ending {
-            Ending::Error { message, .. } => (StatusCode::Error, clip(message)),
-            Ending::ToolError | Ending::Cancelled => (StatusCode::Error, ("", "")),
-            Ending::Ok => (StatusCode::Unset, ("", "")),
-        };
-        let message = match message {
-            (whole, "") => std::borrow::Cow::Borrowed(whole),
-            (head, cut) => std::borrow::Cow::Owned(format!("{head}{cut}")),
+            // Copied only when it is cut.
+            Ending::Error { message, .. } => match clip(message) {
+                (whole, "") => (StatusCode::Error, std::borrow::Cow::Borrowed(whole)),
+                _ => (StatusCode::Error, std::borrow::Cow::Owned(cut(message))),
+            },
+            Ending::ToolError | Ending::Cancelled => (StatusCode::Error, "".into()),
+            Ending::Ok => (StatusCode::Unset, "".into()),
         };
         let frame = wire::Frame {
             context: &self.context,

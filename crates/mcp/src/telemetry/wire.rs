@@ -84,24 +84,15 @@ pub(crate) fn clip(text: &str) -> (&str, &'static str) {
     (&text[..end], "…")
 }
 
-/// Formats `value` on the stack (no allocation for ids, codes and addresses) and gives `f` the
-/// text.
-pub(crate) fn formatted<R>(value: impl std::fmt::Display, f: impl FnOnce(&str) -> R) -> R {
-    let mut small = Small { bytes: [0; 64], len: 0 };
-    match write!(small, "{value}") {
-        Ok(()) => f(small.text()),
-        Err(_) => f(&value.to_string()),
-    }
-}
-
 /// Gives `f` the text of `ip` (an IPv4 address's written without the formatting machinery, which
 /// cost a request more than the rest of its span's attributes).
 pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&Ascii) -> R) -> R {
+    let mut small = Small::empty();
     let std::net::IpAddr::V4(v4) = ip else {
-        // IPv6 addresses are written in hex digits, colons and dots.
-        return formatted(ip, |text| f(&Ascii(Small::of(text))));
+        // Hex digits, colons and dots, 45 bytes at most: it fits.
+        let _ = write!(small, "{ip}");
+        return f(&Ascii(small));
     };
-    let mut small = Small { bytes: [0; 64], len: 0 };
     for (i, octet) in v4.octets().into_iter().enumerate() {
         if i > 0 {
             small.bytes[small.len] = b'.';
@@ -152,7 +143,7 @@ pub(crate) fn int_text<R>(n: i64, f: impl FnOnce(&Ascii) -> R) -> R {
             break;
         }
     }
-    let mut small = Small { bytes: [0; 64], len: 0 };
+    let mut small = Small::empty();
     if n < 0 {
         small.bytes[0] = b'-';
         small.len = 1;
@@ -170,14 +161,11 @@ struct Small {
 }
 
 impl Small {
-    /// `text`'s first 64 bytes (all of an address's).
-    fn of(text: &str) -> Small {
-        debug_assert!(text.is_ascii() && text.len() <= 64, "an address's text: {text}");
-        let mut small = Small { bytes: [0; 64], len: text.len().min(64) };
-        small.bytes[..small.len].copy_from_slice(&text.as_bytes()[..small.len]);
-        small
+    fn empty() -> Small {
+        Small { bytes: [0; 64], len: 0 }
     }
 
+    #[cfg(test)]
     fn text(&self) -> &str {
         // Only whole `&str`s are written in.
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
@@ -383,10 +371,15 @@ impl Written {
     }
 }
 
-/// The one-byte keys of `Span.attributes`, `KeyValue.value` and `AnyValue.string_value`.
-const ATTRIBUTE_KEY: u8 = (field::ATTRIBUTES << 3) as u8 | WireType::LengthDelimited as u8;
-const VALUE_KEY: u8 = (field::VALUE << 3) as u8 | WireType::LengthDelimited as u8;
-const STRING_KEY: u8 = (field::STRING << 3) as u8 | WireType::LengthDelimited as u8;
+/// The one-byte key of a length-delimited field numbered under 16.
+const fn length_delimited_key(number: u32) -> u8 {
+    ((number << 3) | WireType::LengthDelimited as u32) as u8
+}
+
+/// The keys of `Span.attributes`, `KeyValue.value` and `AnyValue.string_value`.
+const ATTRIBUTE_KEY: u8 = length_delimited_key(field::ATTRIBUTES);
+const VALUE_KEY: u8 = length_delimited_key(field::VALUE);
+const STRING_KEY: u8 = length_delimited_key(field::STRING);
 
 /// An attribute's key, known when the program is built, its `KeyValue.key` field encoded then
 /// ([`key!`](crate::telemetry::wire::key)).
@@ -408,7 +401,7 @@ pub(crate) const fn key_field<const N: usize>(name: &str) -> [u8; N] {
     assert!(N > 2 && N < 0x80, "an attribute key of 1 to 125 bytes");
     assert!(name.len() + 2 == N, "the field of a key is the key and two bytes");
     let mut field = [0; N];
-    field[0] = (field::KEY << 3) as u8 | WireType::LengthDelimited as u8;
+    field[0] = length_delimited_key(field::KEY);
     field[1] = (N - 2) as u8;
     let mut i = 0;
     while i < N - 2 {
@@ -508,9 +501,14 @@ impl Pool {
         buffer.unwrap_or_else(|| Vec::with_capacity(SLOT))
     }
 
+    /// Whether `buffer` is used again (not one grown large).
+    fn keeps(buffer: &Vec<u8>) -> bool {
+        buffer.capacity() <= 2 * SLOT
+    }
+
     /// Gives `buffer` back, unless it grew large or the pool is full.
     fn put(&self, mut buffer: Vec<u8>) {
-        if buffer.capacity() > 2 * SLOT {
+        if !Pool::keeps(&buffer) {
             return;
         }
         if let Ok(mut buffers) = self.buffers.lock() {
@@ -526,7 +524,7 @@ impl Pool {
     pub fn give_back(&self, returned: &mut Vec<Vec<u8>>) {
         if let Ok(mut buffers) = self.buffers.lock() {
             let room = POOLED.saturating_sub(buffers.len());
-            let kept = returned.drain(..).filter(|buffer| buffer.capacity() <= 2 * SLOT).take(room);
+            let kept = returned.drain(..).filter(Pool::keeps).take(room);
             buffers.extend(kept.map(|mut buffer| {
                 buffer.clear();
                 buffer
@@ -574,7 +572,7 @@ pub(crate) fn finish(mut written: Written, frame: &Frame<'_>) -> Queued {
     if *frame.context.trace_state() == TraceState::NONE {
         // A span of recorded tool content waits at its size, not at the capacity its growth
         // doubled.
-        if bytes.capacity() > 2 * SLOT && bytes.capacity() > bytes.len() + bytes.len() / 4 {
+        if !Pool::keeps(&bytes) && bytes.capacity() > bytes.len() + bytes.len() / 4 {
             bytes.shrink_to_fit();
         }
         // The ids, in the room before the name, ending where it begins.
@@ -597,7 +595,7 @@ fn ids_on_stack(frame: &Frame<'_>) -> ([u8; IDS], usize) {
     let mut len = 0;
     let mut put = |number: u32, bytes: &[u8]| {
         // One-byte keys and lengths: fields under 16, ids of 16 bytes at most.
-        ids[len] = ((number << 3) | WireType::LengthDelimited as u32) as u8;
+        ids[len] = length_delimited_key(number);
         ids[len + 1] = bytes.len() as u8;
         ids[len + 2..len + 2 + bytes.len()].copy_from_slice(bytes);
         len += 2 + bytes.len();
@@ -648,7 +646,7 @@ pub(crate) fn varint(mut value: u64, out: &mut Vec<u8>) {
 }
 
 /// The span's `flags`: its trace flags, and whether its parent is remote (always known here).
-pub(crate) fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
+fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
     let mut flags = u32::from(trace_flags) | SpanFlags::ContextHasIsRemoteMask as u32;
     if parent_is_remote {
         flags |= SpanFlags::ContextIsRemoteMask as u32;
@@ -787,13 +785,14 @@ mod tests {
         let mut written = Written::new("tools/call", Some(&long), span::SpanKind::Server, SystemTime::now());
         assert!(written.name().ends_with('…') && written.name().starts_with("tools/call é"));
         written.text(key!("k"), &long);
-        assert_eq!(formatted(-32602, str::to_owned), "-32602");
         for n in [0, 7, -1, 10, -32602, 1_000_000, i64::MAX, i64::MIN] {
             assert_eq!(int_text(n, |t| t.text().to_owned()), n.to_string());
         }
-        for ip in ["127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.100.9", "::1", "2001:db8::7"] {
-            assert_eq!(ip_text(ip.parse().unwrap(), |t| t.text().to_owned()), ip);
+        let longest = ["ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "::ffff:255.255.255.255"];
+        for ip in
+            ["127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.100.9", "::1", "2001:db8::7"].iter().chain(&longest)
+        {
+            assert_eq!(ip_text(ip.parse().unwrap(), |t| t.text().to_owned()), *ip);
         }
-        assert_eq!(formatted("x".repeat(100), |t| t.len()), 100);
     }
 }
