@@ -20,8 +20,8 @@ fn transport_of(cx: &RequestContext) -> Transport {
 fn known(router: &Router, method: &str, name: &str) -> bool {
     let registry = router.inner.registry.read().unwrap();
     match method {
-        "tools/call" => registry.tools.get(name).is_some(),
-        "prompts/get" => registry.prompts.get(name).is_some(),
+        "tools/call" => registry.tools.contains(name),
+        "prompts/get" => registry.prompts.contains(name),
         _ => false,
     }
 }

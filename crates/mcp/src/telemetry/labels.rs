@@ -3,20 +3,25 @@
 //!
 //! Recording through the SDK's plain `Histogram::record` sorts the attributes, hashes them with
 //! SipHash and looks them up under a lock on every message: with sampling off that was most of
-//! what telemetry cost a call. Here an operation's labels are hashed once, cheaply (FNV-1a over the
-//! few short strings), and found in a map of the SDK's bound points; the attribute list is built
-//! only the first time a set is seen. The map holds at most [`MAX_BOUND`] sets (the labels are
-//! low-cardinality by design: a peer's unknown tool names are never labels); past that a
-//! measurement takes the plain path, which the SDK's own cardinality limit bounds.
+//! what telemetry cost a call. Here the labels an operation has when it starts (all but how it
+//! ended) are hashed once, cheaply ([`WordHasher`]), and found in a map of [`Point`]s as it
+//! starts; the operation keeps its point (an `Arc`), not its labels, and as it ends records into
+//! the SDK point bound for how it ended (succeeded, or each `error.type`), bound the first time
+//! that ending is seen, so that a label set exports only the series it measured. The attribute
+//! lists are built when a point is bound. At most [`MAX_BOUND`] SDK points are bound per
+//! histogram, label sets and endings together (the labels are low-cardinality by design: a
+//! peer's unknown tool names are never labels, but its error codes are); past that a measurement
+//! takes the plain path, building its attributes each time, which the SDK's own cardinality
+//! limit bounds.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::RwLock;
+use std::hash::{BuildHasher as _, BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use opentelemetry::metrics::{BoundHistogram, Histogram};
 use opentelemetry::KeyValue;
 
-/// The most label sets kept bound per histogram.
+/// The most SDK points kept bound per histogram (under the SDK's cardinality limit, 2000).
 const MAX_BOUND: usize = 1024;
 
 /// What an operation's target is, when it labels the histogram.
@@ -27,14 +32,14 @@ pub(crate) enum Target<'a> {
 }
 
 /// How an operation ended, as `error.type` (and `rpc.response.status_code`) say it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {
     ToolError,
     Cancelled,
     Code(i64),
 }
 
-/// One operation's labels, borrowed from it.
+/// The labels an operation has when it starts, borrowed from its message and transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Labels<'a> {
     pub method: &'static str,
@@ -43,12 +48,12 @@ pub(crate) struct Labels<'a> {
     pub network: &'static str,
     pub http_version: Option<&'static str>,
     pub server: Option<(&'a str, u16)>,
-    pub failure: Option<Failure>,
 }
 
 impl Labels<'_> {
-    /// The histogram's attributes, as the conventions name them.
-    pub(crate) fn attributes(&self) -> Vec<KeyValue> {
+    /// The histogram's attributes for an operation so labelled that ended so, as the
+    /// conventions name them.
+    pub(crate) fn attributes(&self, failure: Option<Failure>) -> Vec<KeyValue> {
         let mut attributes = Vec::with_capacity(9);
         attributes.push(KeyValue::new("mcp.method.name", self.method));
         match self.target {
@@ -74,7 +79,7 @@ impl Labels<'_> {
             attributes.push(KeyValue::new("server.address", host.to_owned()));
             attributes.push(KeyValue::new("server.port", i64::from(port)));
         }
-        match self.failure {
+        match failure {
             None => {}
             Some(Failure::ToolError) => attributes.push(KeyValue::new("error.type", "tool_error")),
             Some(Failure::Cancelled) => attributes.push(KeyValue::new("error.type", "cancelled")),
@@ -87,9 +92,7 @@ impl Labels<'_> {
     }
 
     fn hash(&self) -> u64 {
-        let mut hasher = Fnv::default();
-        std::hash::Hash::hash(self, &mut hasher);
-        hasher.finish()
+        BuildHasherDefault::<WordHasher>::default().hash_one(self)
     }
 
     fn to_owned_labels(self) -> OwnedLabels {
@@ -104,21 +107,19 @@ impl Labels<'_> {
             network: self.network,
             http_version: self.http_version,
             server: self.server.map(|(host, port)| (own(host), port)),
-            failure: self.failure,
         }
     }
 }
 
-/// A label set kept in the map, to tell apart two sets whose hashes meet.
+/// A label set as a [`Point`] keeps it.
 #[derive(Debug, PartialEq, Eq)]
-struct OwnedLabels {
+pub(crate) struct OwnedLabels {
     method: &'static str,
     target: Option<(bool, Box<str>)>,
     protocol_version: Option<Box<str>>,
     network: &'static str,
     http_version: Option<&'static str>,
     server: Option<(Box<str>, u16)>,
-    failure: Option<Failure>,
 }
 
 impl OwnedLabels {
@@ -133,27 +134,59 @@ impl OwnedLabels {
             network: self.network,
             http_version: self.http_version,
             server: self.server.as_ref().map(|(host, port)| (&**host, *port)),
-            failure: self.failure,
         }
     }
 }
 
-/// FNV-1a: a few short strings hashed in nanoseconds (the map's keys are already hashes).
+/// A label set's hash: a word at a time, one multiply per word (the scheme of rustc's
+/// `FxHasher`), where SipHash or a byte-at-a-time hash spent a hundred instructions or more. It is
+/// not keyed: the map it serves holds at most [`MAX_BOUND`] sets, so colliding ones cost at most
+/// that many comparisons.
 #[derive(Default)]
-struct Fnv(u64);
+struct WordHasher(u64);
 
-impl Hasher for Fnv {
+/// The multiplier of [`WordHasher`] (rustc's).
+const MULTIPLIER: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
+    }
+}
+
+impl Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for byte in bytes {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
         }
-        self.0 = hash;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
     }
 
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves its best bits high; the map takes its buckets from the low ones.
+        self.0.rotate_left(26)
     }
 }
 
@@ -175,87 +208,165 @@ impl Hasher for Identity {
     }
 }
 
-type Bound = Vec<(OwnedLabels, BoundHistogram<f64>)>;
+/// How many SDK points a histogram has bound, shared by its label sets.
+#[derive(Default)]
+struct Budget(AtomicUsize);
 
-/// A histogram and its points bound so far, by the hash of their labels.
+impl Budget {
+    /// Takes one point from the budget; `false` when none is left.
+    fn take(&self) -> bool {
+        self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < MAX_BOUND).then_some(n + 1)).is_ok()
+    }
+}
+
+/// The points of one label set: an SDK point bound for each way its operations ended, the first
+/// time one ends so.
+pub(crate) struct Point {
+    histogram: Histogram<f64>,
+    budget: Arc<Budget>,
+    labels: OwnedLabels,
+    succeeded: OnceLock<Option<BoundHistogram<f64>>>,
+    failed: RwLock<Vec<(Failure, BoundHistogram<f64>)>>,
+}
+
+impl Point {
+    /// Records `seconds` for an operation of these labels that ended so (`None`: it succeeded).
+    fn record(&self, seconds: f64, failure: Option<Failure>) {
+        let point = match failure {
+            None => self.succeeded.get_or_init(|| self.bind(None)).as_ref(),
+            Some(failure) => match self.failed(failure).or_else(|| self.bind_failure(failure)) {
+                Some(point) => return point.record(seconds),
+                None => None,
+            },
+        };
+        match point {
+            Some(point) => point.record(seconds),
+            None => self.histogram.record(seconds, &self.labels.borrowed().attributes(failure)),
+        }
+    }
+
+    /// The SDK point of these labels ended so, bound now; `None` when the budget is spent.
+    fn bind(&self, failure: Option<Failure>) -> Option<BoundHistogram<f64>> {
+        self.budget.take().then(|| self.histogram.bind(&self.labels.borrowed().attributes(failure)))
+    }
+
+    fn failed(&self, failure: Failure) -> Option<BoundHistogram<f64>> {
+        let failed = self.failed.read().ok()?;
+        failed.iter().find(|(f, _)| *f == failure).map(|(_, point)| point.clone())
+    }
+
+    /// The point of `failure`, bound now; `None` when the budget is spent.
+    fn bind_failure(&self, failure: Failure) -> Option<BoundHistogram<f64>> {
+        let mut failed = self.failed.write().ok()?;
+        if let Some((_, point)) = failed.iter().find(|(f, _)| *f == failure) {
+            return Some(point.clone());
+        }
+        let point = self.bind(Some(failure))?;
+        failed.push((failure, point.clone()));
+        Some(point)
+    }
+}
+
+/// Where an operation records its duration as it ends: its label set's points, or (when the
+/// budget is spent) the plain histogram with its labels.
+pub(crate) enum Recorder {
+    Bound(Arc<Point>),
+    Plain(Histogram<f64>, Box<OwnedLabels>),
+}
+
+impl Recorder {
+    /// Records `seconds` for an operation that ended so (`None`: it succeeded).
+    pub(crate) fn record(&self, seconds: f64, failure: Option<Failure>) {
+        match self {
+            Recorder::Bound(point) => point.record(seconds, failure),
+            Recorder::Plain(histogram, labels) => histogram.record(seconds, &labels.borrowed().attributes(failure)),
+        }
+    }
+}
+
+type Bound = Vec<Arc<Point>>;
+
+/// A histogram and the points bound so far, by the hash of their labels.
 pub(crate) struct BoundPoints {
     histogram: Histogram<f64>,
-    bound: RwLock<HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
-    count: std::sync::atomic::AtomicUsize,
+    bound: RwLock<std::collections::HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
+    /// The SDK points bound, label sets and endings together.
+    budget: Arc<Budget>,
 }
 
 impl BoundPoints {
     pub(crate) fn new(histogram: Histogram<f64>) -> BoundPoints {
-        BoundPoints { histogram, bound: RwLock::default(), count: Default::default() }
+        BoundPoints { histogram, bound: RwLock::default(), budget: Arc::default() }
     }
 
-    /// Records `seconds` in the point of `labels`.
-    pub(crate) fn record(&self, seconds: f64, labels: &Labels<'_>) {
+    /// Where an operation labelled `labels` will record its duration.
+    pub(crate) fn recorder(&self, labels: &Labels<'_>) -> Recorder {
         let hash = labels.hash();
         if let Ok(bound) = self.bound.read() {
             if let Some(point) = find(&bound, hash, labels) {
-                point.record(seconds);
-                return;
+                return Recorder::Bound(point.clone());
             }
         }
         match self.bind(hash, labels) {
-            Some(point) => point.record(seconds),
-            None => self.histogram.record(seconds, &labels.attributes()),
+            Some(point) => Recorder::Bound(point),
+            None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
         }
     }
 
-    /// The point of `labels`, bound now; `None` when the map is full.
-    fn bind(&self, hash: u64, labels: &Labels<'_>) -> Option<BoundHistogram<f64>> {
-        use std::sync::atomic::Ordering;
-        if self.count.load(Ordering::Relaxed) >= MAX_BOUND {
-            return None;
-        }
+    /// The points of `labels`, kept now (one SDK point is budgeted for them, the one they will
+    /// bind first); `None` when the budget is spent.
+    fn bind(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
         let mut bound = self.bound.write().ok()?;
         if let Some(point) = find(&bound, hash, labels) {
             return Some(point.clone());
         }
-        let point = self.histogram.bind(&labels.attributes());
-        bound.entry(hash).or_default().push((labels.to_owned_labels(), point.clone()));
-        self.count.fetch_add(1, Ordering::Relaxed);
+        if self.budget.0.load(Ordering::Relaxed) >= MAX_BOUND {
+            return None;
+        }
+        let point = Arc::new(Point {
+            histogram: self.histogram.clone(),
+            budget: self.budget.clone(),
+            labels: labels.to_owned_labels(),
+            succeeded: OnceLock::new(),
+            failed: RwLock::default(),
+        });
+        bound.entry(hash).or_default().push(point.clone());
         Some(point)
     }
 }
 
 fn find<'m>(
-    bound: &'m HashMap<u64, Bound, BuildHasherDefault<Identity>>,
+    bound: &'m std::collections::HashMap<u64, Bound, BuildHasherDefault<Identity>>,
     hash: u64,
     labels: &Labels<'_>,
-) -> Option<&'m BoundHistogram<f64>> {
-    bound.get(&hash)?.iter().find(|(owned, _)| owned.borrowed() == *labels).map(|(_, point)| point)
+) -> Option<&'m Arc<Point>> {
+    bound.get(&hash)?.iter().find(|point| point.labels.borrowed() == *labels)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn labels(failure: Option<Failure>) -> Labels<'static> {
+    fn labels(tool: &str) -> Labels<'_> {
         Labels {
             method: "tools/call",
-            target: Some(Target::Tool("echo")),
+            target: Some(Target::Tool(tool)),
             protocol_version: Some("2025-11-25"),
             network: "pipe",
             http_version: None,
-            server: None,
-            failure,
+            server: Some(("example.com", 443)),
         }
     }
 
     #[test]
     fn a_label_set_round_trips_through_its_owned_form() {
-        for failure in [None, Some(Failure::ToolError), Some(Failure::Cancelled), Some(Failure::Code(-32602))] {
-            let labels = labels(failure);
-            assert_eq!(labels.to_owned_labels().borrowed(), labels);
-        }
+        let labels = labels("echo");
+        assert_eq!(labels.to_owned_labels().borrowed(), labels);
     }
 
     #[test]
     fn attributes_name_what_the_conventions_name() {
-        let attributes = labels(Some(Failure::Code(-32602))).attributes();
+        let attributes = labels("echo").attributes(Some(Failure::Code(-32602)));
         let text: Vec<String> = attributes.iter().map(|kv| format!("{}={}", kv.key, kv.value)).collect();
         assert_eq!(
             text,
@@ -265,6 +376,8 @@ mod tests {
                 "gen_ai.operation.name=execute_tool",
                 "mcp.protocol.version=2025-11-25",
                 "network.transport=pipe",
+                "server.address=example.com",
+                "server.port=443",
                 "error.type=-32602",
                 "rpc.response.status_code=-32602",
             ]
@@ -273,7 +386,54 @@ mod tests {
 
     #[test]
     fn different_labels_hash_apart_and_equal_ones_alike() {
-        assert_eq!(labels(None).hash(), labels(None).hash());
-        assert_ne!(labels(None).hash(), labels(Some(Failure::Cancelled)).hash());
+        assert_eq!(labels("echo").hash(), labels("echo").hash());
+        assert_ne!(labels("echo").hash(), labels("echo2").hash());
+        let mut other = labels("echo");
+        other.protocol_version = None;
+        assert_ne!(labels("echo").hash(), other.hash());
+    }
+
+    #[test]
+    fn each_label_set_and_each_ending_is_bound_once_and_no_more_than_the_budget() {
+        use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+        use opentelemetry_sdk::metrics::reader::MetricReader as _;
+        let reader = Arc::new(opentelemetry_sdk::metrics::ManualReader::builder().build());
+        let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+            .with_reader(super::super::metrics::Shared(reader.clone()))
+            .build();
+        let series = || {
+            let mut collected = ResourceMetrics::default();
+            reader.collect(&mut collected).unwrap();
+            let metrics = collected.scope_metrics().flat_map(|scope| scope.metrics());
+            metrics
+                .map(|metric| match metric.data() {
+                    AggregatedMetrics::F64(MetricData::Histogram(h)) => h.data_points().count(),
+                    _ => 0,
+                })
+                .sum::<usize>()
+        };
+        let meter = opentelemetry::metrics::MeterProvider::meter(&provider, "test");
+        let points = BoundPoints::new(meter.f64_histogram("h").build());
+        let (a, b) = (points.recorder(&labels("echo")), points.recorder(&labels("echo")));
+        let (Recorder::Bound(a), Recorder::Bound(b)) = (&a, &b) else { panic!("bound") };
+        assert!(Arc::ptr_eq(a, b), "one set of points per label set");
+        assert_eq!(series(), 0, "nothing is exported before a measurement");
+        b.record(0.1, Some(Failure::ToolError));
+        assert_eq!(series(), 1, "only the ending measured is exported");
+        for code in 0..20 {
+            a.record(0.1, Some(Failure::Code(code)));
+            a.record(0.1, Some(Failure::Code(code)));
+        }
+        a.record(0.1, None);
+        assert_eq!(a.failed.read().unwrap().len(), 21);
+        assert_eq!(points.budget.0.load(Ordering::Relaxed), 22);
+        let names: Vec<String> = (0..MAX_BOUND).map(|i| format!("tool{i}")).collect();
+        for name in &names {
+            if let Recorder::Bound(point) = points.recorder(&labels(name)) {
+                point.record(0.1, None);
+            }
+        }
+        assert_eq!(points.budget.0.load(Ordering::Relaxed), MAX_BOUND, "never more points than the budget");
+        assert!(matches!(points.recorder(&labels("one more")), Recorder::Plain(..)));
     }
 }

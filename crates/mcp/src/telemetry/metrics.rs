@@ -21,7 +21,7 @@ use opentelemetry_sdk::metrics::reader::MetricReader;
 use opentelemetry_sdk::metrics::{ManualReader, SdkMeterProvider, Temporality};
 
 use super::config::Config;
-use super::labels::{BoundPoints, Labels};
+use super::labels::{BoundPoints, Labels, Recorder};
 
 /// Which side of the conversation a measurement is of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,7 @@ static METERS: OnceLock<Meters> = OnceLock::new();
 
 /// The Prometheus page's reader, shared with the provider that owns it.
 #[derive(Debug)]
-struct Shared(Arc<ManualReader>);
+pub(super) struct Shared(pub(super) Arc<ManualReader>);
 
 impl MetricReader for Shared {
     fn register_pipeline(&self, pipeline: std::sync::Weak<opentelemetry_sdk::metrics::Pipeline>) {
@@ -120,11 +120,11 @@ pub(crate) fn init(config: &Config) {
     let _ = METERS.set(build(Some(config)));
 }
 
-/// Records an operation's duration.
-pub(crate) fn operation(side: Side, seconds: f64, labels: &Labels<'_>) {
+/// Where an operation so labelled, starting now, records its duration as it ends.
+pub(crate) fn operation(side: Side, labels: &Labels<'_>) -> Recorder {
     let meters = meters();
     let points = if side == Side::Server { &meters.server_operation } else { &meters.client_operation };
-    points.record(seconds, labels);
+    points.recorder(labels)
 }
 
 /// Records a session's duration.

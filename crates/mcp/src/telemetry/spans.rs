@@ -38,7 +38,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{span as proto, status::StatusCode};
 use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDecision};
 
-use super::labels::{Failure, Labels, Target};
+use super::labels::{Failure, Labels, Recorder, Target};
 use super::metrics::{self, Side};
 use super::wire::{self, clip, key, Written};
 
@@ -156,17 +156,13 @@ pub enum Ending<'a> {
 /// the attributes are written only for a span that is recorded.
 #[must_use = "an operation is recorded when it ends"]
 pub struct Operation {
-    side: Side,
     cx: Context,
     /// The span being recorded (sampled); `None` when none is.
     span: Option<Recorded>,
     started: Instant,
-    method: &'static str,
-    target: Option<(TargetKind, String)>,
-    protocol_version: Option<std::borrow::Cow<'static, str>>,
-    network: &'static str,
-    http_version: Option<&'static str>,
-    server: Option<(Arc<str>, u16)>,
+    /// Where the duration is recorded: the histogram point of the operation's labels, found as
+    /// it starts.
+    recorder: Recorder,
     content: bool,
     ended: bool,
 }
@@ -257,22 +253,49 @@ pub(crate) fn known_method(method: &str) -> Option<&'static str> {
     )
 }
 
-/// `text` cut to the longest text spans keep (at a character boundary, `…` appended).
-fn cut(text: &str) -> String {
-    let (head, cut) = clip(text);
-    let mut kept = String::with_capacity(head.len() + cut.len());
-    kept.push_str(head);
-    kept.push_str(cut);
-    kept
+/// `text` cut to the longest text spans keep (at a character boundary, `…` appended); copied
+/// only when it is cut.
+fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    match clip(text) {
+        (whole, "") => std::borrow::Cow::Borrowed(whole),
+        (head, cut) => {
+            let mut kept = String::with_capacity(head.len() + cut.len());
+            kept.push_str(head);
+            kept.push_str(cut);
+            std::borrow::Cow::Owned(kept)
+        }
+    }
 }
 
-/// A protocol version as the operation keeps it: one of ours without a copy (every request
-/// carries one, and the histograms label with it), another as given.
-fn known_version(version: &str) -> std::borrow::Cow<'static, str> {
-    match mcp_types::ProtocolVersion::ALL.iter().find(|known| **known == version) {
-        Some(known) => std::borrow::Cow::Borrowed(known),
-        None => std::borrow::Cow::Owned(version.to_owned()),
-    }
+/// Where an operation records its duration: the histogram point of its labels (its method as
+/// [`known_method`] says it, the tool or prompt it names when that may label the histogram, and
+/// how it travels).
+fn recorder(
+    side: Side,
+    message: &Message<'_>,
+    known: Option<&'static str>,
+    kind: Option<TargetKind>,
+    transport: &Transport,
+) -> Recorder {
+    let target = match (kind, message.target, message.known_target) {
+        (Some(kind @ (TargetKind::Tool | TargetKind::Prompt)), Some(name), true) => Some((kind, cut(name))),
+        _ => None,
+    };
+    let labels = Labels {
+        method: known.unwrap_or("_OTHER"),
+        target: target.as_ref().map(|(kind, name)| match kind {
+            TargetKind::Tool => Target::Tool(name),
+            _ => Target::Prompt(name),
+        }),
+        protocol_version: message.protocol_version,
+        network: transport.network,
+        http_version: transport.http_version,
+        server: match (&transport.peer, side) {
+            (Some(Peer::Host(host, port)), Side::Client) => Some((&**host, *port)),
+            _ => None,
+        },
+    };
+    metrics::operation(side, &labels)
 }
 
 /// A span begun at `start`, its name written: `{method} {target}` for a tool or prompt, else the
@@ -342,31 +365,12 @@ impl Operation {
         let kind = target_kind(message.method);
         let known = known_method(message.method);
         let tracing = super::tracing(&parent);
+        let recorder = recorder(side, message, known, kind, transport);
         // A span and the histogram's duration begin together: a span's start is taken at the
         // same moment, and its end is that start plus the duration.
         let wall_start = tracing.map(|_| std::time::SystemTime::now());
-        let mut op = Operation {
-            side,
-            cx: parent,
-            span: None,
-            started: Instant::now(),
-            method: known.unwrap_or("_OTHER"),
-            target: None,
-            protocol_version: message.protocol_version.map(known_version),
-            network: transport.network,
-            http_version: transport.http_version,
-            server: match (&transport.peer, side) {
-                (Some(Peer::Host(host, port)), Side::Client) => Some((host.clone(), *port)),
-                _ => None,
-            },
-            content: false,
-            ended: false,
-        };
-        if let (Some(kind @ (TargetKind::Tool | TargetKind::Prompt)), Some(target), true) =
-            (kind, message.target, message.known_target)
-        {
-            op.target = Some((kind, cut(target)));
-        }
+        let mut op =
+            Operation { cx: parent, span: None, started: Instant::now(), recorder, content: false, ended: false };
         let (Some(tracing), Some(wall_start)) = (tracing, wall_start) else {
             // No span: the parent context is passed on, unsampled when the sampler dropped it.
             if let Some(dropped) = super::dropped_context(&op.cx) {
@@ -394,7 +398,7 @@ impl Operation {
         op.cx = op.cx.with_remote_span_context(context.clone());
         if flags.is_sampled() {
             let mut written = written;
-            let described = Described { known, kind, protocol_version: op.protocol_version.as_deref() };
+            let described = Described { known, kind };
             write_attributes(&mut written, side, message, &described, transport);
             for attribute in &sampled.attributes {
                 written.attribute(attribute);
@@ -453,24 +457,7 @@ impl Operation {
         if let Some(span) = self.span.take() {
             super::export::enqueue(|| span.end(&ending, elapsed));
         }
-        metrics::operation(self.side, elapsed.as_secs_f64(), &self.labels(failure(&ending)));
-    }
-
-    /// The histogram's labels: the low-cardinality attributes.
-    fn labels(&self, failure: Option<Failure>) -> Labels<'_> {
-        Labels {
-            method: self.method,
-            target: match &self.target {
-                Some((TargetKind::Tool, name)) => Some(Target::Tool(name)),
-                Some((TargetKind::Prompt, name)) => Some(Target::Prompt(name)),
-                _ => None,
-            },
-            protocol_version: self.protocol_version.as_deref(),
-            network: self.network,
-            http_version: self.http_version,
-            server: self.server.as_ref().map(|(host, port)| (&**host, *port)),
-            failure,
-        }
+        self.recorder.record(elapsed.as_secs_f64(), failure(&ending));
     }
 }
 
@@ -494,11 +481,7 @@ impl Recorded {
             }),
         }
         let (status, message) = match ending {
-            // Copied only when it is cut.
-            Ending::Error { message, .. } => match clip(message) {
-                (whole, "") => (StatusCode::Error, std::borrow::Cow::Borrowed(whole)),
-                _ => (StatusCode::Error, std::borrow::Cow::Owned(cut(message))),
-            },
+            Ending::Error { message, .. } => (StatusCode::Error, cut(message)),
             Ending::ToolError | Ending::Cancelled => (StatusCode::Error, "".into()),
             Ending::Ok => (StatusCode::Unset, "".into()),
         };
@@ -525,12 +508,11 @@ fn failure(ending: &Ending<'_>) -> Option<Failure> {
     }
 }
 
-/// What the operation already made of its message: the method's [`known_method`], what its
-/// target is, and its protocol version as [`known_version`] keeps it.
-struct Described<'a> {
+/// What the operation already made of its message: the method's [`known_method`] and what its
+/// target is.
+struct Described {
     known: Option<&'static str>,
     kind: Option<TargetKind>,
-    protocol_version: Option<&'a str>,
 }
 
 /// Writes a span's attributes (those known when it starts).
@@ -538,7 +520,7 @@ fn write_attributes(
     written: &mut Written,
     side: Side,
     message: &Message<'_>,
-    described: &Described<'_>,
+    described: &Described,
     transport: &Transport,
 ) {
     written.text(key!("mcp.method.name"), described.known.unwrap_or(message.method));
@@ -557,7 +539,7 @@ fn write_attributes(
         (Some(TargetKind::Resource), Some(uri)) => written.text(key!("mcp.resource.uri"), uri),
         _ => {}
     }
-    if let Some(version) = described.protocol_version {
+    if let Some(version) = message.protocol_version {
         written.text(key!("mcp.protocol.version"), version);
     }
     written.text(key!("network.transport"), transport.network);
@@ -607,7 +589,7 @@ impl Session {
 
     fn start(side: Side, protocol_version: &str, transport: &Transport) -> Session {
         let mut attributes = vec![
-            KeyValue::new("mcp.protocol.version", cut(protocol_version)),
+            KeyValue::new("mcp.protocol.version", cut(protocol_version).into_owned()),
             KeyValue::new("network.transport", transport.network),
         ];
         if let Some(version) = transport.http_version {
