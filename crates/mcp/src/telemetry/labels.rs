@@ -140,8 +140,8 @@ impl OwnedLabels {
 
 /// A label set's hash: a word at a time, one multiply per word (the scheme of rustc's
 /// `FxHasher`), where SipHash or a byte-at-a-time hash spent a hundred instructions or more. It is
-/// not keyed: the map it serves holds at most [`MAX_BOUND`] sets, so colliding ones cost at most
-/// that many comparisons.
+/// not keyed: the map it serves holds at most [`MAX_BOUND`] label sets, so colliding ones cost at
+/// most that many comparisons.
 #[derive(Default)]
 struct WordHasher(u64);
 
@@ -217,6 +217,10 @@ impl Budget {
     fn take(&self) -> bool {
         self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < MAX_BOUND).then_some(n + 1)).is_ok()
     }
+
+    fn spent(&self) -> bool {
+        self.0.load(Ordering::Relaxed) >= MAX_BOUND
+    }
 }
 
 /// The points of one label set: an SDK point bound for each way its operations ended, the first
@@ -234,7 +238,8 @@ impl Point {
     fn record(&self, seconds: f64, failure: Option<Failure>) {
         let point = match failure {
             None => self.succeeded.get_or_init(|| self.bind(None)).as_ref(),
-            Some(failure) => match self.failed(failure).or_else(|| self.bind_failure(failure)) {
+            Some(failure) if self.record_failed(failure, seconds) => return,
+            Some(failure) => match self.bind_failure(failure) {
                 Some(point) => return point.record(seconds),
                 None => None,
             },
@@ -250,13 +255,18 @@ impl Point {
         self.budget.take().then(|| self.histogram.bind(&self.labels.borrowed().attributes(failure)))
     }
 
-    fn failed(&self, failure: Failure) -> Option<BoundHistogram<f64>> {
-        let failed = self.failed.read().ok()?;
-        failed.iter().find(|(f, _)| *f == failure).map(|(_, point)| point.clone())
+    /// Records into the point bound for `failure`; `false` when there is none yet.
+    fn record_failed(&self, failure: Failure, seconds: f64) -> bool {
+        let Ok(failed) = self.failed.read() else { return false };
+        let point = failed.iter().find(|(f, _)| *f == failure);
+        point.inspect(|(_, point)| point.record(seconds)).is_some()
     }
 
     /// The point of `failure`, bound now; `None` when the budget is spent.
     fn bind_failure(&self, failure: Failure) -> Option<BoundHistogram<f64>> {
+        if self.budget.spent() {
+            return None;
+        }
         let mut failed = self.failed.write().ok()?;
         if let Some((_, point)) = failed.iter().find(|(f, _)| *f == failure) {
             return Some(point.clone());
@@ -290,13 +300,15 @@ type Bound = Vec<Arc<Point>>;
 pub(crate) struct BoundPoints {
     histogram: Histogram<f64>,
     bound: RwLock<std::collections::HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
+    /// How many label sets the map holds (changed under its write lock): at most [`MAX_BOUND`].
+    sets: AtomicUsize,
     /// The SDK points bound, label sets and endings together.
     budget: Arc<Budget>,
 }
 
 impl BoundPoints {
     pub(crate) fn new(histogram: Histogram<f64>) -> BoundPoints {
-        BoundPoints { histogram, bound: RwLock::default(), budget: Arc::default() }
+        BoundPoints { histogram, bound: RwLock::default(), sets: AtomicUsize::new(0), budget: Arc::default() }
     }
 
     /// Where an operation labelled `labels` will record its duration.
@@ -313,16 +325,25 @@ impl BoundPoints {
         }
     }
 
-    /// The points of `labels`, kept now (one SDK point is budgeted for them, the one they will
-    /// bind first); `None` when the budget is spent.
+    /// Whether no label set may be added: the map or the budget is full (checked before the
+    /// write lock is taken, so that operations past the bounds do not queue on it).
+    fn full(&self) -> bool {
+        self.sets.load(Ordering::Relaxed) >= MAX_BOUND || self.budget.spent()
+    }
+
+    /// The points of `labels`, kept now; `None` when the map or the budget is full.
     fn bind(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+        if self.full() {
+            return None;
+        }
         let mut bound = self.bound.write().ok()?;
         if let Some(point) = find(&bound, hash, labels) {
             return Some(point.clone());
         }
-        if self.budget.0.load(Ordering::Relaxed) >= MAX_BOUND {
+        if self.full() {
             return None;
         }
+        self.sets.fetch_add(1, Ordering::Relaxed);
         let point = Arc::new(Point {
             histogram: self.histogram.clone(),
             budget: self.budget.clone(),
@@ -435,5 +456,17 @@ mod tests {
         }
         assert_eq!(points.budget.0.load(Ordering::Relaxed), MAX_BOUND, "never more points than the budget");
         assert!(matches!(points.recorder(&labels("one more")), Recorder::Plain(..)));
+
+        // Label sets whose operations have not ended are bounded too.
+        let points = BoundPoints::new(meter.f64_histogram("g").build());
+        let held: Vec<Recorder> = names.iter().chain(&names[..5]).map(|name| points.recorder(&labels(name))).collect();
+        assert_eq!(
+            held.iter().filter(|r| matches!(r, Recorder::Plain(..))).count(),
+            0,
+            "the same sets again are found"
+        );
+        let more: Vec<String> = (0..5).map(|i| format!("more{i}")).collect();
+        assert!(more.iter().all(|name| matches!(points.recorder(&labels(name)), Recorder::Plain(..))));
+        assert_eq!(points.sets.load(Ordering::Relaxed), MAX_BOUND);
     }
 }

@@ -25,8 +25,8 @@
 //!
 //! The histograms (`mcp.{server,client}.operation.duration`) take the same attributes but the
 //! high-cardinality ones (ids, addresses, URIs, sessions); a method this library does not know
-//! counts as `_OTHER`, and on a server a tool or prompt it does not have is left out, so that a
-//! peer cannot grow them.
+//! counts as `_OTHER`, and on a server a tool or prompt it does not have is left out, as is a
+//! protocol version it does not speak, so that a peer cannot grow them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -268,8 +268,8 @@ fn cut(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Where an operation records its duration: the histogram point of its labels (its method as
-/// [`known_method`] says it, the tool or prompt it names when that may label the histogram, and
-/// how it travels).
+/// [`known_method`] says it, the tool or prompt it names when that may label the histogram, its
+/// protocol version when this library knows it, and how it travels).
 fn recorder(
     side: Side,
     message: &Message<'_>,
@@ -287,7 +287,9 @@ fn recorder(
             TargetKind::Tool => Target::Tool(name),
             _ => Target::Prompt(name),
         }),
-        protocol_version: message.protocol_version,
+        // Only a version this library speaks: a refused `initialize` carries whatever its peer
+        // asked for.
+        protocol_version: message.protocol_version.filter(|v| mcp_types::ProtocolVersion::ALL.contains(v)),
         network: transport.network,
         http_version: transport.http_version,
         server: match (&transport.peer, side) {
