@@ -11,9 +11,10 @@ use super::Router;
 use crate::engine::raw::RawParams;
 use crate::telemetry::{Ending, Message, Operation, Transport};
 
-/// stdio, the transport of a request whose transport said nothing.
-fn transport_of(cx: &RequestContext) -> Transport {
-    cx.transport().cloned().unwrap_or_default()
+/// The transport of a request: stdio when its transport said nothing.
+fn transport_of(cx: &RequestContext) -> &Transport {
+    static PIPE: std::sync::LazyLock<Transport> = std::sync::LazyLock::new(Transport::pipe);
+    cx.transport().unwrap_or(&PIPE)
 }
 
 /// Whether the router has the tool or prompt a request names (only those label histograms).
@@ -40,7 +41,7 @@ pub(crate) fn start(router: &Router, method: &str, raw: &RawParams, cx: &Request
         known_target: named.as_deref().is_some_and(|name| known(router, method, name)),
         params: if crate::telemetry::config::capture_content() { raw.text() } else { None },
     };
-    Operation::server(&message, cx.carrier(), &transport_of(cx))
+    Operation::server(&message, cx.carrier(), transport_of(cx))
 }
 
 /// How a request's outcome ends its span.

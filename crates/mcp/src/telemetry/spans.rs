@@ -157,8 +157,9 @@ pub enum Ending<'a> {
 #[must_use = "an operation is recorded when it ends"]
 pub struct Operation {
     cx: Context,
-    /// The span being recorded (sampled); `None` when none is.
-    span: Option<Recorded>,
+    /// The span being recorded (sampled); `None` when none is. Boxed: an operation is moved
+    /// several times as a request's handling is set up, and most of it would be this.
+    span: Option<Box<Recorded>>,
     started: Instant,
     /// Where the duration is recorded: the histogram point of the operation's labels, found as
     /// it starts.
@@ -411,13 +412,13 @@ impl Operation {
                     written.content(key!("gen_ai.tool.call.arguments"), arguments);
                 }
             }
-            op.span = Some(Recorded {
+            op.span = Some(Box::new(Recorded {
                 context,
                 parent: parent_id,
                 parent_is_remote,
                 written,
                 link: links.into_iter().next().map(proto::Link::from),
-            });
+            }));
         }
         op
     }

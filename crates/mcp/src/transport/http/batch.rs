@@ -62,7 +62,7 @@ pub(super) async fn batch(
                     caller: caller.cloned(),
                     peer: None,
                     #[cfg(feature = "otel")]
-                    transport: crate::telemetry::Transport::http("1.1", None),
+                    http: None,
                 };
                 attach_caller(&a.cx, &shared.config, from);
             }

@@ -77,15 +77,13 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             let raw = RawParams::in_body(&body, params);
             let change = super::directory::RecordChange::of(&method, params.map(|p| p.get()));
             let to_save = session.clone().zip(change);
-            #[cfg(feature = "otel")]
-            let transport = traced_transport(&parts, session.as_deref());
             let request_parts = RequestParts {
                 headers: &parts.headers,
                 session,
                 caller,
                 peer,
                 #[cfg(feature = "otel")]
-                transport,
+                http: Some(&parts),
             };
             let response = request(&shared, request_parts, id, &method, params, raw).await;
             if let Some((session, change)) = to_save.filter(|(s, c)| c.made_on(&s.session)) {
@@ -99,7 +97,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
             #[cfg(feature = "otel")]
             {
                 let version = session.as_ref().map(|s| s.session.version.as_ref());
-                let transport = traced_transport(&parts, session.as_deref());
+                let transport = traced_transport(Some(&parts), session.as_deref());
                 crate::server::traced::notification(&method, params.map(RawValue::get), version, &transport);
             }
             if method == "notifications/cancelled" {
@@ -189,20 +187,28 @@ pub(super) struct RequestParts<'a> {
     pub(super) session: Option<Arc<HttpSession>>,
     pub(super) caller: Option<Identity>,
     pub(super) peer: Option<std::net::IpAddr>,
-    /// The same, as telemetry records it.
+    /// The HTTP request itself, which telemetry describes the transport from (a reference, not
+    /// that description: it is made where it is kept, not moved with the request's handling).
     #[cfg(feature = "otel")]
-    pub(super) transport: crate::telemetry::Transport,
+    pub(super) http: Option<&'a Parts>,
 }
 
 /// How a request came, in telemetry's words: HTTP's version, the client's address, the legacy
-/// session, the request's own trace context (its `traceparent` header).
+/// session, the request's own trace context (its `traceparent` header); HTTP/1.1 and nothing
+/// more without the request.
 #[cfg(feature = "otel")]
-fn traced_transport(parts: &Parts, session: Option<&HttpSession>) -> crate::telemetry::Transport {
+fn traced_transport(parts: Option<&Parts>, session: Option<&HttpSession>) -> crate::telemetry::Transport {
     use crate::telemetry::{Carrier, Peer, Transport};
-    let peer = parts.extensions.get::<super::PeerAddr>().map(|p| Peer::Socket(p.0));
-    let mut transport = Transport::http(Transport::http_version_of(parts.version), peer);
+    let mut transport = match parts {
+        Some(parts) => {
+            let peer = parts.extensions.get::<super::PeerAddr>().map(|p| Peer::Socket(p.0));
+            let mut transport = Transport::http(Transport::http_version_of(parts.version), peer);
+            transport.http_context = Carrier::from_headers(&parts.headers).and_then(|c| c.span_context());
+            transport
+        }
+        None => Transport::http("1.1", None),
+    };
     transport.session = session.map(|s| s.id.clone());
-    transport.http_context = Carrier::from_headers(&parts.headers).and_then(|c| c.span_context());
     transport
 }
 
@@ -226,7 +232,7 @@ async fn request(
         return initialize(shared, id, params, from).await;
     }
     #[cfg(feature = "otel")]
-    let RequestParts { headers, session, caller, peer, transport } = from;
+    let RequestParts { headers, session, caller, peer, http } = from;
     #[cfg(not(feature = "otel"))]
     let RequestParts { headers, session, caller, peer } = from;
     if modern {
@@ -254,7 +260,7 @@ async fn request(
         caller,
         peer,
         #[cfg(feature = "otel")]
-        transport,
+        http,
     };
     attach_caller(&cx, &shared.config, from);
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
@@ -296,11 +302,11 @@ async fn request(
 /// who may not list tasks: see [`crate::server::tasks::ANONYMOUS`]).
 pub(super) fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
     #[cfg(feature = "otel")]
-    let RequestParts { headers, session, caller, peer, transport } = from;
+    let RequestParts { headers, session, caller, peer, http } = from;
     #[cfg(not(feature = "otel"))]
     let RequestParts { headers, session, caller, peer } = from;
     #[cfg(feature = "otel")]
-    cx.set_transport(transport);
+    cx.set_transport(traced_transport(http, session.as_deref()));
     if let Some(identity) = caller {
         cx.insert_extension(identity); // its account is the caller's
         return;
