@@ -325,6 +325,7 @@ fn one_trace_across_three_processes() {
     otel_env(&mut client, &endpoint);
     let status = client.status().unwrap();
     assert!(status.success(), "the client role failed");
+    legacy_batch(port, &format!("00-{BATCH_TRACE}-{BATCH_PARENT}-01"));
     // The client flushed; each server exports within the schedule delay.
     let tools_calls = |seen: &[Value], service: &str| {
         spans_of(seen, service).iter().filter(|s| s["attributes"]["mcp.method.name"]["value"] == "tools/call").count()
@@ -334,6 +335,7 @@ fn one_trace_across_three_processes() {
             tools_calls(seen, "otel-test-stdio") >= 3
                 && tools_calls(seen, "otel-test-http") >= 3
                 && spans_of(seen, "otel-test-client").iter().any(|s| s["span"] == "turn")
+                && spans_of(seen, "otel-test-http").iter().any(|s| s["traceId"] == BATCH_TRACE && s["span"] == "ping")
         })
         .to_vec();
     let metrics = page(metrics_port, "/metrics");
@@ -353,7 +355,10 @@ fn one_trace_across_three_processes() {
     // One trace: the turn, the client's spans under it, each server's under the client's.
     let turn = one(&seen, "otel-test-client", "turn");
     let trace = turn["traceId"].as_str().unwrap();
-    let spans: Vec<&Value> = seen.iter().filter(|v| v.get("span").is_some()).collect();
+    // The legacy session's batch is a trace of its own (its requests' `traceparent` header).
+    let in_batch = |span: &Value| span["traceId"] == BATCH_TRACE;
+    a_batch_is_spans_of_its_session(seen.iter().filter(|s| s.get("span").is_some() && in_batch(s)));
+    let spans: Vec<&Value> = seen.iter().filter(|v| v.get("span").is_some() && !in_batch(v)).collect();
     for span in &spans {
         assert_eq!(span["traceId"], trace, "not in the turn's trace: {span:#}");
     }
@@ -365,7 +370,7 @@ fn one_trace_across_three_processes() {
         assert_eq!(span["scope"], "mcp-stack");
     }
     for (service, transport) in [("otel-test-stdio", "pipe"), ("otel-test-http", "tcp")] {
-        let server_spans = spans_of(&seen, service);
+        let server_spans: Vec<&Value> = spans_of(&seen, service).into_iter().filter(|s| !in_batch(s)).collect();
         assert!(!server_spans.is_empty());
         for span in &server_spans {
             assert_eq!(span["kind"], SPAN_KIND_SERVER, "{span:#}");
@@ -429,6 +434,66 @@ fn one_trace_across_three_processes() {
     assert_eq!(line["traceId"], trace, "{line}");
     assert_eq!(line["spanId"], http_echo["spanId"], "{line}");
     assert!(!audit_text.contains(SECRET));
+}
+
+/// The trace and parent span every request of [`legacy_batch`] carries in its `traceparent`.
+const BATCH_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const BATCH_PARENT: &str = "00f067aa0ba902b7";
+
+/// Opens a 2025-03-26 session on the HTTP server at `port` and sends it a JSON-RPC batch of one
+/// `ping`, each request with `traceparent` as a header.
+fn legacy_batch(port: u16, traceparent: &str) {
+    use std::io::{Read, Write};
+    let post = |session: Option<&str>, body: &str| -> (String, String) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let session =
+            session.map(|s| format!("Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-03-26\r\n")).unwrap_or_default();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\ntraceparent: {traceparent}\r\n{session}\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{answer}"));
+        (head.to_owned(), body.to_owned())
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}"#;
+    let (head, _) = post(None, initialize);
+    let session = head
+        .lines()
+        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, id)| id.trim().to_owned())
+        .unwrap_or_else(|| panic!("no session: {head}"));
+    let (head, _) = post(Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let (head, body) = post(Some(&session), r#"[{"jsonrpc":"2.0","id":"batch-ping","method":"ping"}]"#);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains("batch-ping"), "{body}");
+}
+
+/// The spans of [`legacy_batch`]: each a child of its request's `traceparent` header, and the
+/// batch's `ping` a span of its legacy session like any other (the session's digest, the
+/// client's address, HTTP's version).
+fn a_batch_is_spans_of_its_session<'a>(spans: impl Iterator<Item = &'a Value>) {
+    let spans: Vec<&Value> = spans.collect();
+    for span in &spans {
+        assert_eq!(span["service"], "otel-test-http", "{span:#}");
+        assert_eq!(span["parentSpanId"], BATCH_PARENT, "{span:#}");
+    }
+    let ping = spans.iter().find(|s| s["span"] == "ping").expect("the batch's ping");
+    assert_eq!(string_attr(ping, "jsonrpc.request.id"), "batch-ping");
+    assert_eq!(string_attr(ping, "mcp.protocol.version"), "2025-03-26");
+    assert_eq!(string_attr(ping, "mcp.session.id").len(), 32, "{ping:#}");
+    assert_eq!(string_attr(ping, "client.address"), "127.0.0.1");
+    assert!(int_attr(ping, "client.port") > 0);
+    assert_eq!(string_attr(ping, "network.protocol.version"), "1.1");
+    let initialize = spans.iter().find(|s| s["span"] == "initialize").expect("the session's initialize");
+    assert_eq!(string_attr(initialize, "mcp.protocol.version"), "2025-03-26");
 }
 
 /// `GET path` of the server on `port`: the body (the status must be 200).

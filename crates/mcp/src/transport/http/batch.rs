@@ -20,12 +20,15 @@ use crate::server::connection::response_bytes;
 use crate::server::era;
 use crate::server::identity::Identity;
 
-/// JSON-RPC batches: 2025-03-26 sessions only.
+/// JSON-RPC batches: 2025-03-26 sessions only. `parts` is the HTTP request's head (each item's
+/// span is of that request).
+#[cfg_attr(not(feature = "otel"), allow(unused_variables))]
 pub(super) async fn batch(
     shared: Arc<Shared>,
     session: Option<Arc<HttpSession>>,
     caller: Option<&Identity>,
     body: &[u8],
+    parts: &http::request::Parts,
 ) -> Response<Body> {
     let allowed = session.as_ref().is_some_and(|s| s.session.version == ProtocolVersion::V2025_03_26);
     let items: Vec<&RawValue> = match serde_json::from_slice(body) {
@@ -62,7 +65,7 @@ pub(super) async fn batch(
                     caller: caller.cloned(),
                     peer: None,
                     #[cfg(feature = "otel")]
-                    http: None,
+                    http: Some(parts),
                 };
                 attach_caller(&a.cx, &shared.config, from);
             }

@@ -64,7 +64,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, parts: Parts, body: Bytes) -> Re
         }
     }
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return batch(shared, session, caller.as_ref(), &body).await;
+        return batch(shared, session, caller.as_ref(), &body, &parts).await;
     }
     let envelope = match serde_json::from_slice::<Envelope>(&body) {
         Ok(e) => e,
@@ -194,8 +194,8 @@ pub(super) struct RequestParts<'a> {
 }
 
 /// How a request came, in telemetry's words: HTTP's version, the client's address, the legacy
-/// session, the request's own trace context (its `traceparent` header); HTTP/1.1 and nothing
-/// more without the request.
+/// session, the request's own trace context (its `traceparent` header); without the request,
+/// HTTP/1.1 and the legacy session only.
 #[cfg(feature = "otel")]
 fn traced_transport(parts: Option<&Parts>, session: Option<&HttpSession>) -> crate::telemetry::Transport {
     use crate::telemetry::{Carrier, Peer, Transport};
