@@ -512,7 +512,8 @@ fn page(port: u16, path: &str) -> String {
 
 /// `/metrics` read by the Prometheus project's own parser (PyPI `prometheus-client`): the
 /// conventions' server histogram counts the HTTP server's three `tools/call` and one
-/// `resources/read`, its buckets rise to the count, and no secret is in it.
+/// `resources/read`, its buckets rise to the count, only the tools the server has name a series,
+/// and no secret is in it.
 fn the_histograms_count_what_was_served(metrics: &str) {
     use std::io::Write;
     const PARSE: &str = "import sys, json\n\
@@ -547,6 +548,9 @@ print(json.dumps(out))\n";
     let errors: Vec<_> =
         of("_count", "tools/call").into_iter().filter(|s| s["labels"].get("error_type").is_some()).collect();
     assert_eq!(errors.len(), 2, "a tool error and a JSON-RPC error, each its own series: {errors:?}");
+    let labelled = |tool: &str| of("_count", "tools/call").iter().any(|s| s["labels"]["gen_ai_tool_name"] == tool);
+    assert!(labelled("echo") && labelled("fail"), "the server's tools label their series: {metrics}");
+    assert!(!labelled("nope"), "a tool the server lacks does not: {metrics}");
     // Each series' buckets: cumulative, ending at its count.
     for count in of("_count", "tools/call") {
         let mut buckets: Vec<(f64, f64)> = of("_bucket", "tools/call")

@@ -9,6 +9,7 @@ use super::context::RequestContext;
 use super::reply::Reply;
 use super::Router;
 use crate::engine::raw::RawParams;
+use crate::telemetry::spans::Known;
 use crate::telemetry::{Ending, Message, Operation, Transport};
 
 /// The transport of a request: stdio when its transport said nothing.
@@ -17,7 +18,8 @@ fn transport_of(cx: &RequestContext) -> &Transport {
     cx.transport().unwrap_or(&PIPE)
 }
 
-/// Whether the router has the tool or prompt a request names (only those label histograms).
+/// Whether the router has the tool or prompt a request names (only those label histograms);
+/// asked only the first time a name would label one.
 fn known(router: &Router, method: &str, name: &str) -> bool {
     let registry = router.inner.registry.read().unwrap();
     match method {
@@ -38,10 +40,11 @@ pub(crate) fn start(router: &Router, method: &str, raw: &RawParams, cx: &Request
         target: named.as_deref(),
         request_id: Some(cx.request_id()),
         protocol_version: Some(cx.protocol_version()).filter(|v| !v.is_empty()),
-        known_target: named.as_deref().is_some_and(|name| known(router, method, name)),
+        known_target: false, // asked below
         params: if crate::telemetry::config::capture_content() { raw.text() } else { None },
     };
-    Operation::server(&message, cx.carrier(), transport_of(cx))
+    let known = |name: &str| known(router, method, name);
+    Operation::server_knowing(&message, cx.carrier(), transport_of(cx), Known::Ask(&known))
 }
 
 /// How a request's outcome ends its span.

@@ -14,6 +14,7 @@
 //! takes the plain path, building its attributes each time, which the SDK's own cardinality
 //! limit bounds.
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher as _, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -123,6 +124,12 @@ pub(crate) struct OwnedLabels {
 }
 
 impl OwnedLabels {
+    /// Records `seconds` in `histogram` for an operation so labelled that ended so, the plain
+    /// way (its attributes built for it, the SDK finding its point).
+    fn record(&self, histogram: &Histogram<f64>, seconds: f64, failure: Option<Failure>) {
+        histogram.record(seconds, &self.borrowed().attributes(failure));
+    }
+
     fn borrowed(&self) -> Labels<'_> {
         Labels {
             method: self.method,
@@ -246,7 +253,7 @@ impl Point {
         };
         match point {
             Some(point) => point.record(seconds),
-            None => self.histogram.record(seconds, &self.labels.borrowed().attributes(failure)),
+            None => self.labels.record(&self.histogram, seconds, failure),
         }
     }
 
@@ -289,7 +296,7 @@ impl Recorder {
     pub(crate) fn record(&self, seconds: f64, failure: Option<Failure>) {
         match self {
             Recorder::Bound(point) => point.record(seconds, failure),
-            Recorder::Plain(histogram, labels) => histogram.record(seconds, &labels.borrowed().attributes(failure)),
+            Recorder::Plain(histogram, labels) => labels.record(histogram, seconds, failure),
         }
     }
 }
@@ -299,7 +306,7 @@ type Bound = Vec<Arc<Point>>;
 /// A histogram and the points bound so far, by the hash of their labels.
 pub(crate) struct BoundPoints {
     histogram: Histogram<f64>,
-    bound: RwLock<std::collections::HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
+    bound: RwLock<HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
     /// How many label sets the map holds (changed under its write lock): at most [`MAX_BOUND`].
     sets: AtomicUsize,
     /// The SDK points bound, label sets and endings together.
@@ -314,15 +321,23 @@ impl BoundPoints {
     /// Where an operation labelled `labels` will record its duration.
     pub(crate) fn recorder(&self, labels: &Labels<'_>) -> Recorder {
         let hash = labels.hash();
-        if let Ok(bound) = self.bound.read() {
-            if let Some(point) = find(&bound, hash, labels) {
-                return Recorder::Bound(point.clone());
-            }
+        if let Some(point) = self.find(hash, labels) {
+            return Recorder::Bound(point);
         }
         match self.bind(hash, labels) {
             Some(point) => Recorder::Bound(point),
             None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
         }
+    }
+
+    /// The points of `labels` when they are bound already; none are bound here.
+    pub(crate) fn bound(&self, labels: &Labels<'_>) -> Option<Recorder> {
+        self.find(labels.hash(), labels).map(Recorder::Bound)
+    }
+
+    fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+        let bound = self.bound.read().ok()?;
+        find(&bound, hash, labels).cloned()
     }
 
     /// Whether no label set may be added: the map or the budget is full (checked before the
@@ -357,7 +372,7 @@ impl BoundPoints {
 }
 
 fn find<'m>(
-    bound: &'m std::collections::HashMap<u64, Bound, BuildHasherDefault<Identity>>,
+    bound: &'m HashMap<u64, Bound, BuildHasherDefault<Identity>>,
     hash: u64,
     labels: &Labels<'_>,
 ) -> Option<&'m Arc<Point>> {

@@ -122,9 +122,22 @@ pub(crate) fn init(config: &Config) {
 
 /// Where an operation so labelled, starting now, records its duration as it ends.
 pub(crate) fn operation(side: Side, labels: &Labels<'_>) -> Recorder {
+    operation_points(side).recorder(labels)
+}
+
+/// [`operation`] when such operations were recorded before (their points are bound); `None`
+/// otherwise, and nothing is bound.
+pub(crate) fn operation_if_bound(side: Side, labels: &Labels<'_>) -> Option<Recorder> {
+    operation_points(side).bound(labels)
+}
+
+fn operation_points(side: Side) -> &'static BoundPoints {
     let meters = meters();
-    let points = if side == Side::Server { &meters.server_operation } else { &meters.client_operation };
-    points.recorder(labels)
+    if side == Side::Server {
+        &meters.server_operation
+    } else {
+        &meters.client_operation
+    }
 }
 
 /// Records a session's duration.

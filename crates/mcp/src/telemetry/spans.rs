@@ -25,7 +25,8 @@
 //!
 //! The histograms (`mcp.{server,client}.operation.duration`) take the same attributes but the
 //! high-cardinality ones (ids, addresses, URIs, sessions); a method this library does not know
-//! counts as `_OTHER`, and on a server a tool or prompt it does not have is left out, as is a
+//! counts as `_OTHER`, and on a server a tool or prompt it does not have is left out (one it had
+//! when it first labelled an operation stays a label: the server is asked only then), as is a
 //! protocol version it does not speak, so that a peer cannot grow them.
 
 use std::net::SocketAddr;
@@ -40,7 +41,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDeci
 
 use super::labels::{Failure, Labels, Recorder, Target};
 use super::metrics::{self, Side};
-use super::wire::{self, clip, key, Written};
+use super::wire::{self, clip, fixed, key, Fixed, Written};
 
 /// Tool arguments and results longer than this (opted in) are not recorded.
 const MAX_CONTENT: usize = 64 * 1024;
@@ -198,15 +199,23 @@ fn target_kind(method: &str) -> Option<TargetKind> {
     }
 }
 
+/// A method [`known_method`] knows: its name, and its `mcp.method.name` attribute written when
+/// the program was built.
+#[derive(Clone, Copy)]
+pub(crate) struct KnownMethod {
+    name: &'static str,
+    attribute: Fixed,
+}
+
 /// The methods the conventions list, and those of the 2026-07-28 revision and its extensions
 /// (named as the proposal for it names them): their names label histograms; any other is
 /// `_OTHER` there.
-pub(crate) fn known_method(method: &str) -> Option<&'static str> {
+pub(crate) fn known_method(method: &str) -> Option<KnownMethod> {
     // A `match` rather than a search of a list: the compiler compares lengths first.
     macro_rules! known {
         ($($name:literal,)*) => {
             match method {
-                $($name => Some($name),)*
+                $($name => Some(KnownMethod { name: $name, attribute: fixed!(("mcp.method.name", $name)) }),)*
                 _ => None,
             }
         };
@@ -268,26 +277,35 @@ fn cut(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether a message's target may label its operation's histogram.
+#[derive(Clone, Copy)]
+pub(crate) enum Known<'a> {
+    /// As [`Message::known_target`] says.
+    AsTold,
+    /// As this says of the target (a server's registry, asked whether it has the tool or
+    /// prompt), asked only when no operation was labelled with that target before: a target
+    /// that labelled one was known then, and stays a label (what was bound never grows).
+    Ask(&'a dyn Fn(&str) -> bool),
+}
+
 /// Where an operation records its duration: the histogram point of its labels (its method as
 /// [`known_method`] says it, the tool or prompt it names when that may label the histogram, its
 /// protocol version when this library knows it, and how it travels).
 fn recorder(
     side: Side,
     message: &Message<'_>,
-    known: Option<&'static str>,
+    method: Option<KnownMethod>,
     kind: Option<TargetKind>,
     transport: &Transport,
+    known: Known<'_>,
 ) -> Recorder {
-    let target = match (kind, message.target, message.known_target) {
-        (Some(kind @ (TargetKind::Tool | TargetKind::Prompt)), Some(name), true) => Some((kind, cut(name))),
+    let named = match (kind, message.target) {
+        (Some(kind @ (TargetKind::Tool | TargetKind::Prompt)), Some(name)) => Some((kind, name, cut(name))),
         _ => None,
     };
-    let labels = Labels {
-        method: known.unwrap_or("_OTHER"),
-        target: target.as_ref().map(|(kind, name)| match kind {
-            TargetKind::Tool => Target::Tool(name),
-            _ => Target::Prompt(name),
-        }),
+    let mut labels = Labels {
+        method: method.map_or("_OTHER", |m| m.name),
+        target: None,
         // Only a version this library speaks: a refused `initialize` carries whatever its peer
         // asked for.
         protocol_version: message.protocol_version.filter(|v| mcp_types::ProtocolVersion::ALL.contains(v)),
@@ -298,6 +316,18 @@ fn recorder(
             _ => None,
         },
     };
+    if let Some((kind, name, label)) = &named {
+        labels.target = Some(if *kind == TargetKind::Tool { Target::Tool(label) } else { Target::Prompt(label) });
+        let labelled = match known {
+            Known::AsTold => message.known_target.then(|| metrics::operation(side, &labels)),
+            Known::Ask(has) => metrics::operation_if_bound(side, &labels)
+                .or_else(|| has(name).then(|| metrics::operation(side, &labels))),
+        };
+        if let Some(recorder) = labelled {
+            return recorder;
+        }
+        labels.target = None;
+    }
     metrics::operation(side, &labels)
 }
 
@@ -305,7 +335,7 @@ fn recorder(
 /// method (`known` its [`known_method`]).
 fn begin_span(
     method: &str,
-    known: Option<&'static str>,
+    known: Option<KnownMethod>,
     kind: Option<TargetKind>,
     target: Option<&str>,
     span_kind: proto::SpanKind,
@@ -315,7 +345,7 @@ fn begin_span(
         (Some(TargetKind::Tool | TargetKind::Prompt), Some(target)) => {
             Written::new(method, Some(target), span_kind, start)
         }
-        _ => Written::new(known.unwrap_or(method), None, span_kind, start),
+        _ => Written::new(known.map_or(method, |m| m.name), None, span_kind, start),
     }
 }
 
@@ -340,6 +370,16 @@ impl Operation {
     /// The SERVER span of a message the server received, its parent the trace context the
     /// message carried (else the HTTP request's own, which is otherwise linked).
     pub fn server(message: &Message<'_>, carrier: Option<&super::Carrier>, transport: &Transport) -> Operation {
+        Operation::server_knowing(message, carrier, transport, Known::AsTold)
+    }
+
+    /// [`Operation::server`], its target's known-ness as `known` says.
+    pub(crate) fn server_knowing(
+        message: &Message<'_>,
+        carrier: Option<&super::Carrier>,
+        transport: &Transport,
+        known: Known<'_>,
+    ) -> Operation {
         let remote = carrier.map(|c| c.context());
         let remote = remote.filter(|cx| cx.span().span_context().is_valid());
         let (parent, link) = match (remote, &transport.http_context) {
@@ -350,25 +390,25 @@ impl Operation {
             (None, Some(http)) => (Context::new().with_remote_span_context(http.clone()), None),
             (None, None) => (Context::new(), None),
         };
-        Operation::start(Side::Server, message, transport, parent, link)
+        Operation::start(Side::Server, message, transport, (parent, link), known)
     }
 
     /// The CLIENT span of a message this process sends, a child of the span it runs in.
     pub fn client(message: &Message<'_>, transport: &Transport) -> Operation {
-        Operation::start(Side::Client, message, transport, Context::current(), None)
+        Operation::start(Side::Client, message, transport, (Context::current(), None), Known::AsTold)
     }
 
     fn start(
         side: Side,
         message: &Message<'_>,
         transport: &Transport,
-        parent: Context,
-        link: Option<SpanContext>,
+        (parent, link): (Context, Option<SpanContext>),
+        known_target: Known<'_>,
     ) -> Operation {
         let kind = target_kind(message.method);
         let known = known_method(message.method);
         let tracing = super::tracing(&parent);
-        let recorder = recorder(side, message, known, kind, transport);
+        let recorder = recorder(side, message, known, kind, transport, known_target);
         // A span and the histogram's duration begin together: a span's start is taken at the
         // same moment, and its end is that start plus the duration.
         let wall_start = tracing.map(|_| std::time::SystemTime::now());
@@ -476,8 +516,8 @@ impl Recorded {
         let written = &mut self.written;
         match ending {
             Ending::Ok => {}
-            Ending::ToolError => written.text(key!("error.type"), "tool_error"),
-            Ending::Cancelled => written.text(key!("error.type"), "cancelled"),
+            Ending::ToolError => written.fixed(fixed!(("error.type", "tool_error"))),
+            Ending::Cancelled => written.fixed(fixed!(("error.type", "cancelled"))),
             Ending::Error { code, .. } => wire::int_text(*code, |code| {
                 written.ascii(key!("error.type"), code);
                 written.ascii(key!("rpc.response.status_code"), code);
@@ -514,7 +554,7 @@ fn failure(ending: &Ending<'_>) -> Option<Failure> {
 /// What the operation already made of its message: the method's [`known_method`] and what its
 /// target is.
 struct Described {
-    known: Option<&'static str>,
+    known: Option<KnownMethod>,
     kind: Option<TargetKind>,
 }
 
@@ -526,7 +566,10 @@ fn write_attributes(
     described: &Described,
     transport: &Transport,
 ) {
-    written.text(key!("mcp.method.name"), described.known.unwrap_or(message.method));
+    match described.known {
+        Some(known) => written.fixed(known.attribute),
+        None => written.text(key!("mcp.method.name"), message.method),
+    }
     match message.request_id {
         Some(RequestId::String(id)) => written.text(key!("jsonrpc.request.id"), id),
         Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.ascii(key!("jsonrpc.request.id"), id)),
@@ -535,20 +578,28 @@ fn write_attributes(
     match (described.kind, message.target) {
         (Some(TargetKind::Tool), Some(name)) => {
             written.text(key!("gen_ai.tool.name"), name);
-            written.text(key!("gen_ai.operation.name"), "execute_tool");
+            written.fixed(EXECUTE_TOOL);
         }
-        (Some(TargetKind::Tool), None) => written.text(key!("gen_ai.operation.name"), "execute_tool"),
+        (Some(TargetKind::Tool), None) => written.fixed(EXECUTE_TOOL),
         (Some(TargetKind::Prompt), Some(name)) => written.text(key!("gen_ai.prompt.name"), name),
         (Some(TargetKind::Resource), Some(uri)) => written.text(key!("mcp.resource.uri"), uri),
         _ => {}
     }
     if let Some(version) = message.protocol_version {
-        written.text(key!("mcp.protocol.version"), version);
+        match protocol_version_attribute(version) {
+            Some(attribute) => written.fixed(attribute),
+            None => written.text(key!("mcp.protocol.version"), version),
+        }
     }
-    written.text(key!("network.transport"), transport.network);
-    if let Some(version) = transport.http_version {
-        written.text(key!("network.protocol.name"), "http");
-        written.text(key!("network.protocol.version"), version);
+    match network_attributes(transport) {
+        Some(attributes) => written.fixed(attributes),
+        None => {
+            written.text(key!("network.transport"), transport.network);
+            if let Some(version) = transport.http_version {
+                written.text(key!("network.protocol.name"), "http");
+                written.text(key!("network.protocol.version"), version);
+            }
+        }
     }
     let (address, port) = match side {
         Side::Server => (key!("client.address"), key!("client.port")),
@@ -569,6 +620,37 @@ fn write_attributes(
     if let (Some(session), true) = (&transport.session, legacy) {
         written.text(key!("mcp.session.id"), &session_digest(session));
     }
+}
+
+/// `gen_ai.operation.name` of a `tools/call`.
+const EXECUTE_TOOL: Fixed = fixed!(("gen_ai.operation.name", "execute_tool"));
+
+/// `mcp.protocol.version` of a version this library speaks.
+fn protocol_version_attribute(version: &str) -> Option<Fixed> {
+    use mcp_types::ProtocolVersion as V;
+    macro_rules! versions {
+        ($($version:path,)*) => {
+            match version {
+                $($version => Some(fixed!(("mcp.protocol.version", $version))),)*
+                _ => None,
+            }
+        };
+    }
+    versions!(V::V2024_11_05, V::V2025_03_26, V::V2025_06_18, V::V2025_11_25, V::V2026_07_28,)
+}
+
+/// The `network.*` attributes of the transports this library makes.
+fn network_attributes(transport: &Transport) -> Option<Fixed> {
+    const TRANSPORT: &str = "network.transport";
+    const PROTOCOL: &str = "network.protocol.name";
+    const VERSION: &str = "network.protocol.version";
+    Some(match (transport.network, transport.http_version) {
+        ("pipe", None) => fixed!((TRANSPORT, "pipe")),
+        ("tcp", Some("1.1")) => fixed!((TRANSPORT, "tcp"), (PROTOCOL, "http"), (VERSION, "1.1")),
+        ("tcp", Some("2")) => fixed!((TRANSPORT, "tcp"), (PROTOCOL, "http"), (VERSION, "2")),
+        ("tcp", Some("1.0")) => fixed!((TRANSPORT, "tcp"), (PROTOCOL, "http"), (VERSION, "1.0")),
+        _ => return None,
+    })
 }
 
 /// A legacy session's (or a client connection's) lifetime, recorded as
@@ -628,11 +710,44 @@ mod tests {
         assert_eq!(name("prompts/get", Some("greet")), "prompts/get greet");
         assert_eq!(name("resources/read", Some("file:///a")), "resources/read");
         assert_eq!(name("server/discover", None), "server/discover");
-        assert_eq!(known_method("x/unheard-of"), None);
+        assert!(known_method("x/unheard-of").is_none());
         assert_eq!(name("x/unheard-of", None), "x/unheard-of");
         assert_eq!(session_digest("abc").len(), 32);
         let long = "é".repeat(200);
         assert!(cut(&long).len() <= wire::MAX_TEXT + '…'.len_utf8());
+    }
+
+    #[test]
+    fn attributes_written_when_the_program_is_built_are_those_written_as_text() {
+        let start = std::time::SystemTime::now();
+        let written = |write: &dyn Fn(&mut Written)| {
+            let mut written = Written::new("n", None, proto::SpanKind::Server, start);
+            write(&mut written);
+            written.bytes().to_vec()
+        };
+        for method in ["tools/call", "initialize", "notifications/subscriptions/acknowledged"] {
+            let known = known_method(method).unwrap();
+            assert_eq!(known.name, method);
+            let fixed = written(&|w| w.fixed(known.attribute));
+            assert_eq!(fixed, written(&|w| w.text(key!("mcp.method.name"), method)));
+        }
+        for version in mcp_types::ProtocolVersion::ALL {
+            let fixed = written(&|w| w.fixed(protocol_version_attribute(version).unwrap()));
+            assert_eq!(fixed, written(&|w| w.text(key!("mcp.protocol.version"), version)));
+        }
+        let transports = [Transport::pipe(), Transport::http("1.1", None), Transport::http("2", None)];
+        for transport in transports.iter().chain(&[Transport::http("1.0", None)]) {
+            let fixed = written(&|w| w.fixed(network_attributes(transport).unwrap()));
+            let text = written(&|w| {
+                w.text(key!("network.transport"), transport.network);
+                if let Some(version) = transport.http_version {
+                    w.text(key!("network.protocol.name"), "http");
+                    w.text(key!("network.protocol.version"), version);
+                }
+            });
+            assert_eq!(fixed, text);
+        }
+        assert!(network_attributes(&Transport { network: "udp", ..Transport::pipe() }).is_none());
     }
 
     #[test]

@@ -231,6 +231,12 @@ impl Written {
         Written { bytes, name, end_time, start }
     }
 
+    /// What is written so far.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// When the span began.
     pub fn start(&self) -> SystemTime {
         self.start
@@ -281,6 +287,12 @@ impl Written {
         }
     }
 
+    /// Attributes whose keys and values are known when the program is built, written then
+    /// ([`fixed!`](crate::telemetry::wire::fixed)): one copy.
+    pub fn fixed(&mut self, attributes: Fixed) {
+        self.bytes.extend_from_slice(attributes.0);
+    }
+
     /// A text attribute kept whole (tool arguments and results, whose size the caller bounds).
     pub fn content(&mut self, key: Key, value: &str) {
         self.string(key.name, value, "");
@@ -288,7 +300,19 @@ impl Written {
 
     /// An integer attribute.
     pub fn int(&mut self, key: Key, value: i64) {
-        self.integer(key.name, value);
+        let mut value_head = Head::default();
+        value_head.key(field::INT, WireType::Varint);
+        value_head.varint(value as u64);
+        // Every key and length one byte, as a short text's (`text_bytes`).
+        let len_of_key_value = key.field.len() + 2 + value_head.len;
+        if len_of_key_value >= 0x80 {
+            return self.integer(key.name, value);
+        }
+        self.bytes.reserve(2 + len_of_key_value);
+        self.bytes.extend_from_slice(&[ATTRIBUTE_KEY, len_of_key_value as u8]);
+        self.bytes.extend_from_slice(key.field);
+        self.bytes.extend_from_slice(&[VALUE_KEY, value_head.len as u8]);
+        self.bytes.extend_from_slice(value_head.bytes());
     }
 
     /// An integer attribute, its key given as text.
@@ -413,7 +437,7 @@ pub(crate) const fn key_field<const N: usize>(name: &str) -> [u8; N] {
 
 /// An attribute [`Key`], its field encoded when the program is built: `key!("mcp.method.name")`.
 macro_rules! key {
-    ($name:literal) => {{
+    ($name:expr) => {{
         const NAME: &str = $name;
         const FIELD: [u8; NAME.len() + 2] = $crate::telemetry::wire::key_field(NAME);
         const KEY: $crate::telemetry::wire::Key = $crate::telemetry::wire::Key::new(NAME, &FIELD);
@@ -421,6 +445,77 @@ macro_rules! key {
     }};
 }
 pub(crate) use key;
+
+/// Text attributes whose keys and values are known when the program is built, written then, as
+/// the `attributes` fields of a `Span` one after the other ([`fixed!`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Fixed(&'static [u8]);
+
+impl Fixed {
+    pub(crate) const fn new(bytes: &'static [u8]) -> Fixed {
+        Fixed(bytes)
+    }
+}
+
+/// How many bytes [`fixed_attributes`] writes for `pairs`.
+pub(crate) const fn fixed_len(pairs: &[(&str, &str)]) -> usize {
+    let mut len = 0;
+    let mut i = 0;
+    while i < pairs.len() {
+        let (key, value) = pairs[i];
+        let len_of_key_value = 2 + key.len() + 2 + 2 + value.len();
+        assert!(!key.is_empty() && !value.is_empty() && len_of_key_value < 0x80, "a short attribute");
+        len += 2 + len_of_key_value;
+        i += 1;
+    }
+    len
+}
+
+/// The `attributes` fields of text attributes `pairs` (each key and value not empty, the two
+/// shorter than 120 bytes together): what [`Written::text`] writes for each.
+pub(crate) const fn fixed_attributes<const N: usize>(pairs: &[(&str, &str)]) -> [u8; N] {
+    assert!(fixed_len(pairs) == N, "the length fixed_len gives");
+    let mut bytes = [0; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < pairs.len() {
+        let (key, value) = (pairs[i].0.as_bytes(), pairs[i].1.as_bytes());
+        let lengths = [
+            ATTRIBUTE_KEY,
+            (2 + key.len() + 2 + 2 + value.len()) as u8,
+            length_delimited_key(field::KEY),
+            key.len() as u8,
+        ];
+        at = copy_into(&mut bytes, at, &lengths);
+        at = copy_into(&mut bytes, at, key);
+        at = copy_into(&mut bytes, at, &[VALUE_KEY, (2 + value.len()) as u8, STRING_KEY, value.len() as u8]);
+        at = copy_into(&mut bytes, at, value);
+        i += 1;
+    }
+    bytes
+}
+
+/// `from` copied into `bytes` at `at`; where it ends.
+const fn copy_into<const N: usize>(bytes: &mut [u8; N], at: usize, from: &[u8]) -> usize {
+    let mut i = 0;
+    while i < from.len() {
+        bytes[at + i] = from[i];
+        i += 1;
+    }
+    at + from.len()
+}
+
+/// Text attributes known when the program is built, written then:
+/// `fixed!(("network.transport", "tcp"), ("network.protocol.name", "http"))`.
+macro_rules! fixed {
+    ($(($key:expr, $value:expr)),+ $(,)?) => {{
+        const PAIRS: &[(&str, &str)] = &[$(($key, $value)),+];
+        const BYTES: [u8; $crate::telemetry::wire::fixed_len(PAIRS)] = $crate::telemetry::wire::fixed_attributes(PAIRS);
+        const FIXED: $crate::telemetry::wire::Fixed = $crate::telemetry::wire::Fixed::new(&BYTES);
+        FIXED
+    }};
+}
+pub(crate) use fixed;
 
 /// Up to two keys and two lengths, put together on the stack.
 #[derive(Default)]
@@ -773,7 +868,24 @@ mod tests {
             fast.int(key!("client.port"), -7);
             general.integer("client.port", -7);
         }
+        // A key too long for one-byte lengths with a ten-byte integer.
+        const LONG: &str = "a.key.of.one.hundred.and.twenty.bytes.which.is.long.enough.that.its.attribute.needs.lengths.of.two.bytes.each.xxxxxxxx";
+        fast.int(key!(LONG), i64::MIN);
+        general.integer(LONG, i64::MIN);
         assert_eq!(fast.bytes, general.bytes);
+    }
+
+    #[test]
+    fn fixed_attributes_are_what_text_attributes_write() {
+        let start = SystemTime::now();
+        let mut fixed = Written::new("n", None, span::SpanKind::Client, start);
+        let mut general = Written::new("n", None, span::SpanKind::Client, start);
+        fixed.fixed(fixed!(("network.transport", "tcp"), ("network.protocol.name", "http")));
+        fixed.fixed(fixed!(("é", "ü")));
+        general.text(key!("network.transport"), "tcp");
+        general.text(key!("network.protocol.name"), "http");
+        general.text(key!("é"), "ü");
+        assert_eq!(fixed.bytes, general.bytes);
     }
 
     #[test]
