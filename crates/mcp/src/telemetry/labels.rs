@@ -41,7 +41,7 @@ pub(crate) enum Failure {
 }
 
 /// The labels an operation has when it starts, borrowed from its message and transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Eq, Hash)]
 pub(crate) struct Labels<'a> {
     pub method: &'static str,
     pub target: Option<Target<'a>>,
@@ -49,6 +49,40 @@ pub(crate) struct Labels<'a> {
     pub network: &'static str,
     pub http_version: Option<&'static str>,
     pub server: Option<(&'a str, u16)>,
+}
+
+/// Texts compared: most labels are the same `&'static str` on both sides (a method's name, a
+/// transport's), found equal by where they are before their bytes are compared.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a == b)
+}
+
+fn same_option(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+impl PartialEq for Labels<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let target = match (self.target, other.target) {
+            (Some(Target::Tool(a)), Some(Target::Tool(b))) | (Some(Target::Prompt(a)), Some(Target::Prompt(b))) => {
+                same(a, b)
+            }
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let server = match (self.server, other.server) {
+            (Some((a, port)), Some((b, other_port))) => port == other_port && same(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        same(self.method, other.method)
+            && target
+            && same_option(self.protocol_version, other.protocol_version)
+            && same(self.network, other.network)
+            && same_option(self.http_version, other.http_version)
+            && server
+    }
 }
 
 impl Labels<'_> {
@@ -163,16 +197,29 @@ impl WordHasher {
 
 impl Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
-        }
+        // Whole words, then the last one read again where it overlaps the words before (a short
+        // text: two halves that may overlap, or its first, middle and last bytes), so that no
+        // byte is copied. Texts that differ only in their length hash apart by the length.
+        let len = bytes.len();
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        let half = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()));
+        let last = match len {
+            0 => 0,
+            1..=3 => u64::from(bytes[0]) | u64::from(bytes[len / 2]) << 8 | u64::from(bytes[len - 1]) << 16,
+            4..=7 => half(0) | half(len - 4) << 32,
+            _ => {
+                let mut at = 0;
+                while at + 8 <= len {
+                    self.add(word(at));
+                    at += 8;
+                }
+                if at == len {
+                    return self.add(len as u64);
+                }
+                word(len - 8)
+            }
+        };
+        self.add(last ^ (len as u64) << 56);
     }
 
     fn write_u8(&mut self, n: u8) {
@@ -423,10 +470,29 @@ mod tests {
     #[test]
     fn different_labels_hash_apart_and_equal_ones_alike() {
         assert_eq!(labels("echo").hash(), labels("echo").hash());
-        assert_ne!(labels("echo").hash(), labels("echo2").hash());
+        let copied = String::from("echo");
+        assert_eq!(labels("echo").hash(), labels(&copied).hash(), "by what the text says, not where it is");
+        assert_eq!(labels("echo"), labels(&copied));
+        let long = "x".repeat(17);
+        let names = ["", "e", "ec", "ech", "echo", "echo2", "echo_tool", "echo_tool_", "the_echo_tool_16", &long];
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                assert_ne!(labels(a).hash(), labels(b).hash(), "{a} and {b}");
+                assert_ne!(labels(a), labels(b));
+            }
+        }
+        assert_ne!(labels("abcd").hash(), labels("abce").hash());
+        assert_ne!(labels("echo").hash(), Labels { target: Some(Target::Prompt("echo")), ..labels("echo") }.hash());
+        assert_ne!(labels("echo"), Labels { target: Some(Target::Prompt("echo")), ..labels("echo") });
         let mut other = labels("echo");
         other.protocol_version = None;
         assert_ne!(labels("echo").hash(), other.hash());
+        assert_ne!(labels("echo"), other);
+        other = labels("echo");
+        other.server = Some(("example.com", 80));
+        assert_ne!(labels("echo"), other);
+        other.server = None;
+        assert_ne!(labels("echo"), other);
     }
 
     #[test]
