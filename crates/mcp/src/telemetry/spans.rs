@@ -41,7 +41,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDeci
 
 use super::labels::{Failure, Labels, Recorder, Target};
 use super::metrics::{self, Side};
-use super::wire::{self, clip, fixed, key, Fixed, Written};
+use super::wire::{self, cut, fixed, key, Fixed, Written};
 
 /// Tool arguments and results longer than this (opted in) are not recorded.
 const MAX_CONTENT: usize = 64 * 1024;
@@ -263,20 +263,6 @@ pub(crate) fn known_method(method: &str) -> Option<KnownMethod> {
     )
 }
 
-/// `text` cut to the longest text spans keep (at a character boundary, `…` appended); copied
-/// only when it is cut.
-fn cut(text: &str) -> std::borrow::Cow<'_, str> {
-    match clip(text) {
-        (whole, "") => std::borrow::Cow::Borrowed(whole),
-        (head, cut) => {
-            let mut kept = String::with_capacity(head.len() + cut.len());
-            kept.push_str(head);
-            kept.push_str(cut);
-            std::borrow::Cow::Owned(kept)
-        }
-    }
-}
-
 /// Whether a message's target may label its operation's histogram.
 #[derive(Clone, Copy)]
 pub(crate) enum Known<'a> {
@@ -441,8 +427,7 @@ impl Operation {
         op.cx = op.cx.with_remote_span_context(context.clone());
         if flags.is_sampled() {
             let mut written = written;
-            let described = Described { known, kind };
-            write_attributes(&mut written, side, message, &described, transport);
+            write_attributes(&mut written, side, message, (known, kind), transport);
             for attribute in &sampled.attributes {
                 written.attribute(attribute);
             }
@@ -551,22 +536,15 @@ fn failure(ending: &Ending<'_>) -> Option<Failure> {
     }
 }
 
-/// What the operation already made of its message: the method's [`known_method`] and what its
-/// target is.
-struct Described {
-    known: Option<KnownMethod>,
-    kind: Option<TargetKind>,
-}
-
 /// Writes a span's attributes (those known when it starts).
 fn write_attributes(
     written: &mut Written,
     side: Side,
     message: &Message<'_>,
-    described: &Described,
+    (known, kind): (Option<KnownMethod>, Option<TargetKind>),
     transport: &Transport,
 ) {
-    match described.known {
+    match known {
         Some(known) => written.fixed(known.attribute),
         None => written.text(key!("mcp.method.name"), message.method),
     }
@@ -575,7 +553,7 @@ fn write_attributes(
         Some(RequestId::Number(id)) => wire::int_text(*id, |id| written.ascii(key!("jsonrpc.request.id"), id)),
         None => {}
     }
-    match (described.kind, message.target) {
+    match (kind, message.target) {
         (Some(TargetKind::Tool), Some(name)) => {
             written.text(key!("gen_ai.tool.name"), name);
             written.fixed(EXECUTE_TOOL);

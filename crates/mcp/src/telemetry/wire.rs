@@ -84,6 +84,14 @@ pub(crate) fn clip(text: &str) -> (&str, &'static str) {
     (&text[..end], "…")
 }
 
+/// `text` cut to [`MAX_TEXT`] as [`clip`] cuts it, `…` appended; copied only when it is cut.
+pub(crate) fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    match clip(text) {
+        (whole, "") => std::borrow::Cow::Borrowed(whole),
+        (head, cut) => std::borrow::Cow::Owned([head, cut].concat()),
+    }
+}
+
 /// Gives `f` the text of `ip` (an IPv4 address's written without the formatting machinery, which
 /// cost a request more than the rest of its span's attributes).
 pub(crate) fn ip_text<R>(ip: std::net::IpAddr, f: impl FnOnce(&Ascii) -> R) -> R {
