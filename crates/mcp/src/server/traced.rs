@@ -18,9 +18,11 @@ fn transport_of(cx: &RequestContext) -> &Transport {
     cx.transport().unwrap_or(&PIPE)
 }
 
-/// Whether the router has the tool or prompt a request names (only those label histograms);
-/// asked only the first time a name would label one.
-fn known(router: &Router, method: &str, name: &str) -> bool {
+/// Whether the router has the tool or prompt a request names (only those label histograms).
+/// Asked only when the request's label set with that name is not bound yet: a name that labelled
+/// an operation of this process once (a tool since removed, or one another router of the process
+/// has) stays a label, and what a peer sends never grows the labels.
+fn has(router: &Router, method: &str, name: &str) -> bool {
     let registry = router.inner.registry.read().unwrap();
     match method {
         "tools/call" => registry.tools.contains(name),
@@ -43,8 +45,8 @@ pub(crate) fn start(router: &Router, method: &str, raw: &RawParams, cx: &Request
         known_target: false, // asked below
         params: if crate::telemetry::config::capture_content() { raw.text() } else { None },
     };
-    let known = |name: &str| known(router, method, name);
-    Operation::server_knowing(&message, cx.carrier(), transport_of(cx), Known::Ask(&known))
+    let has = |name: &str| has(router, method, name);
+    Operation::server_knowing(&message, cx.carrier(), transport_of(cx), Known::Ask(&has))
 }
 
 /// How a request's outcome ends its span.

@@ -26,7 +26,7 @@ use opentelemetry::KeyValue;
 const MAX_BOUND: usize = 1024;
 
 /// What an operation's target is, when it labels the histogram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target<'a> {
     Tool(&'a str),
     Prompt(&'a str),
@@ -41,7 +41,7 @@ pub(crate) enum Failure {
 }
 
 /// The labels an operation has when it starts, borrowed from its message and transport.
-#[derive(Debug, Clone, Copy, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Eq)]
 pub(crate) struct Labels<'a> {
     pub method: &'static str,
     pub target: Option<Target<'a>>,
@@ -61,6 +61,23 @@ fn same_option(a: Option<&str>, b: Option<&str>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => same(a, b),
         (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+/// As `PartialEq` compares them: each text by its bytes, each absence and each kind of target
+/// apart (written beside it, so that the two change together).
+impl std::hash::Hash for Labels<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.method.hash(state);
+        match self.target {
+            None => state.write_u8(0),
+            Some(Target::Tool(name)) => (1u8, name).hash(state),
+            Some(Target::Prompt(name)) => (2u8, name).hash(state),
+        }
+        self.protocol_version.hash(state);
+        self.network.hash(state);
+        self.http_version.hash(state);
+        self.server.hash(state);
     }
 }
 

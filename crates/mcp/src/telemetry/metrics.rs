@@ -125,8 +125,8 @@ pub(crate) fn operation(side: Side, labels: &Labels<'_>) -> Recorder {
     operation_points(side).recorder(labels)
 }
 
-/// [`operation`] when such operations were recorded before (their points are bound); `None`
-/// otherwise, and nothing is bound.
+/// [`operation`] when the points of such operations are bound already (an operation so
+/// labelled started before); `None` otherwise, and nothing is bound.
 pub(crate) fn operation_if_bound(side: Side, labels: &Labels<'_>) -> Option<Recorder> {
     operation_points(side).bound(labels)
 }

@@ -59,7 +59,8 @@ pub struct Message<'a> {
     /// The protocol version the message was sent in.
     pub protocol_version: Option<&'a str>,
     /// Whether the target may label the histogram (a tool or prompt this server has, or a name
-    /// this client chose); a peer's unknown names are left out of it.
+    /// this client chose); a peer's unknown names are left out of it. (This library's own
+    /// server asks its router instead, the first time a name would label an operation.)
     pub known_target: bool,
     /// The params as JSON text, when tool arguments may be recorded (the opt-in).
     pub params: Option<&'a str>,
@@ -269,8 +270,10 @@ pub(crate) enum Known<'a> {
     /// As [`Message::known_target`] says.
     AsTold,
     /// As this says of the target (a server's registry, asked whether it has the tool or
-    /// prompt), asked only when no operation was labelled with that target before: a target
-    /// that labelled one was known then, and stays a label (what was bound never grows).
+    /// prompt), asked only when the operation's label set with that target is not bound yet: a
+    /// target that labelled an operation was known then, and stays a label (what was bound never
+    /// grows). A target too long for a label is asked every time (its cut label may be another
+    /// name's).
     Ask(&'a dyn Fn(&str) -> bool),
 }
 
@@ -306,8 +309,13 @@ fn recorder(
         labels.target = Some(if *kind == TargetKind::Tool { Target::Tool(label) } else { Target::Prompt(label) });
         let labelled = match known {
             Known::AsTold => message.known_target.then(|| metrics::operation(side, &labels)),
-            Known::Ask(has) => metrics::operation_if_bound(side, &labels)
-                .or_else(|| has(name).then(|| metrics::operation(side, &labels))),
+            Known::Ask(has) => {
+                let bound = match label {
+                    std::borrow::Cow::Borrowed(_) => metrics::operation_if_bound(side, &labels),
+                    std::borrow::Cow::Owned(_) => None,
+                };
+                bound.or_else(|| has(name).then(|| metrics::operation(side, &labels)))
+            }
         };
         if let Some(recorder) = labelled {
             return recorder;
@@ -376,19 +384,20 @@ impl Operation {
             (None, Some(http)) => (Context::new().with_remote_span_context(http.clone()), None),
             (None, None) => (Context::new(), None),
         };
-        Operation::start(Side::Server, message, transport, (parent, link), known)
+        Operation::start(Side::Server, message, transport, parent, link, known)
     }
 
     /// The CLIENT span of a message this process sends, a child of the span it runs in.
     pub fn client(message: &Message<'_>, transport: &Transport) -> Operation {
-        Operation::start(Side::Client, message, transport, (Context::current(), None), Known::AsTold)
+        Operation::start(Side::Client, message, transport, Context::current(), None, Known::AsTold)
     }
 
     fn start(
         side: Side,
         message: &Message<'_>,
         transport: &Transport,
-        (parent, link): (Context, Option<SpanContext>),
+        parent: Context,
+        link: Option<SpanContext>,
         known_target: Known<'_>,
     ) -> Operation {
         let kind = target_kind(message.method);
@@ -427,7 +436,7 @@ impl Operation {
         op.cx = op.cx.with_remote_span_context(context.clone());
         if flags.is_sampled() {
             let mut written = written;
-            write_attributes(&mut written, side, message, (known, kind), transport);
+            write_attributes(&mut written, side, message, known, kind, transport);
             for attribute in &sampled.attributes {
                 written.attribute(attribute);
             }
@@ -541,7 +550,8 @@ fn write_attributes(
     written: &mut Written,
     side: Side,
     message: &Message<'_>,
-    (known, kind): (Option<KnownMethod>, Option<TargetKind>),
+    known: Option<KnownMethod>,
+    kind: Option<TargetKind>,
     transport: &Transport,
 ) {
     match known {
@@ -617,7 +627,8 @@ fn protocol_version_attribute(version: &str) -> Option<Fixed> {
     versions!(V::V2024_11_05, V::V2025_03_26, V::V2025_06_18, V::V2025_11_25, V::V2026_07_28,)
 }
 
-/// The `network.*` attributes of the transports this library makes.
+/// The `network.*` attributes of the transports this library's servers and clients mostly make
+/// (stdio, HTTP/1.1, 2 and 1.0); `None` for another, written as text.
 fn network_attributes(transport: &Transport) -> Option<Fixed> {
     const TRANSPORT: &str = "network.transport";
     const PROTOCOL: &str = "network.protocol.name";
@@ -713,8 +724,8 @@ mod tests {
             let fixed = written(&|w| w.fixed(protocol_version_attribute(version).unwrap()));
             assert_eq!(fixed, written(&|w| w.text(key!("mcp.protocol.version"), version)));
         }
-        let transports = [Transport::pipe(), Transport::http("1.1", None), Transport::http("2", None)];
-        for transport in transports.iter().chain(&[Transport::http("1.0", None)]) {
+        let transports = ["1.1", "2", "1.0"].map(|version| Transport::http(version, None));
+        for transport in transports.iter().chain([&Transport::pipe()]) {
             let fixed = written(&|w| w.fixed(network_attributes(transport).unwrap()));
             let text = written(&|w| {
                 w.text(key!("network.transport"), transport.network);
@@ -726,6 +737,47 @@ mod tests {
             assert_eq!(fixed, text);
         }
         assert!(network_attributes(&Transport { network: "udp", ..Transport::pipe() }).is_none());
+    }
+
+    #[test]
+    fn a_server_asks_whether_it_has_a_tool_only_until_the_tool_labels_an_operation() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let asked = AtomicUsize::new(0);
+        let has = |name: &str| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            name.starts_with("known-")
+        };
+        let bound = |labels: &Labels<'_>| metrics::operation_if_bound(Side::Server, labels).is_some();
+        let labels = |tool| Labels {
+            method: "tools/call",
+            target: Some(Target::Tool(tool)),
+            protocol_version: None,
+            network: "pipe",
+            http_version: None,
+            server: None,
+        };
+        let call = |tool, known| {
+            let message = Message { method: "tools/call", target: Some(tool), ..Message::default() };
+            let kind = target_kind(message.method);
+            drop(recorder(Side::Server, &message, known_method("tools/call"), kind, &Transport::pipe(), known));
+        };
+        for _ in 0..3 {
+            call("known-spans-test", Known::Ask(&has));
+        }
+        assert_eq!(asked.load(Ordering::Relaxed), 1, "asked once, then found bound");
+        assert!(bound(&labels("known-spans-test")));
+        for _ in 0..3 {
+            call("unknown-spans-test", Known::Ask(&has));
+        }
+        assert_eq!(asked.load(Ordering::Relaxed), 4, "a name the server lacks is asked about every time");
+        assert!(!bound(&labels("unknown-spans-test")), "and never labels");
+        let long = format!("known-{}", "x".repeat(wire::MAX_TEXT));
+        call(&long, Known::Ask(&has));
+        call(&long, Known::Ask(&has));
+        assert_eq!(asked.load(Ordering::Relaxed), 6, "a name too long for a label is asked about every time");
+        call("known-told-not", Known::AsTold);
+        assert!(!bound(&labels("known-told-not")), "known_target: false never labels");
+        assert_eq!(asked.load(Ordering::Relaxed), 6);
     }
 
     #[test]

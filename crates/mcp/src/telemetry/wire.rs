@@ -88,7 +88,7 @@ pub(crate) fn clip(text: &str) -> (&str, &'static str) {
 pub(crate) fn cut(text: &str) -> std::borrow::Cow<'_, str> {
     match clip(text) {
         (whole, "") => std::borrow::Cow::Borrowed(whole),
-        (head, cut) => std::borrow::Cow::Owned([head, cut].concat()),
+        (head, mark) => std::borrow::Cow::Owned([head, mark].concat()),
     }
 }
 
@@ -472,15 +472,16 @@ pub(crate) const fn fixed_len(pairs: &[(&str, &str)]) -> usize {
     while i < pairs.len() {
         let (key, value) = pairs[i];
         let len_of_key_value = 2 + key.len() + 2 + 2 + value.len();
-        assert!(!key.is_empty() && !value.is_empty() && len_of_key_value < 0x80, "a short attribute");
+        assert!(!key.is_empty() && len_of_key_value < 0x80, "a short attribute");
         len += 2 + len_of_key_value;
         i += 1;
     }
     len
 }
 
-/// The `attributes` fields of text attributes `pairs` (each key and value not empty, the two
-/// shorter than 120 bytes together): what [`Written::text`] writes for each.
+/// The `attributes` fields of text attributes `pairs` (each key not empty, a key and its value
+/// 121 bytes at most together, so that every length is one byte): what [`Written::text`] writes
+/// for each.
 pub(crate) const fn fixed_attributes<const N: usize>(pairs: &[(&str, &str)]) -> [u8; N] {
     assert!(fixed_len(pairs) == N, "the length fixed_len gives");
     let mut bytes = [0; N];
@@ -876,10 +877,17 @@ mod tests {
             fast.int(key!("client.port"), -7);
             general.integer("client.port", -7);
         }
-        // A key too long for one-byte lengths with a ten-byte integer.
-        const LONG: &str = "a.key.of.one.hundred.and.twenty.bytes.which.is.long.enough.that.its.attribute.needs.lengths.of.two.bytes.each.xxxxxxxx";
-        fast.int(key!(LONG), i64::MIN);
-        general.integer(LONG, i64::MIN);
+        // Keys about the longest for one-byte lengths: a 112-byte key's with a ten-byte integer
+        // is 127 bytes, a 113-byte key's 128 (two-byte lengths).
+        const KEY_112: &str = "a.key.of.one.hundred.and.twelve.bytes.long.enough.that.a.ten.byte.integer.makes.its.attribute.127.bytes.xxxxxxxx";
+        const KEY_113: &str = "a.key.of.one.hundred.and.thirteen.bytes.long.enough.that.a.ten.byte.integer.makes.its.attribute.128.bytes.xxxxxxx";
+        assert_eq!((KEY_112.len(), KEY_113.len()), (112, 113));
+        for value in [i64::MIN, 1] {
+            fast.int(key!(KEY_112), value);
+            general.integer(KEY_112, value);
+            fast.int(key!(KEY_113), value);
+            general.integer(KEY_113, value);
+        }
         assert_eq!(fast.bytes, general.bytes);
     }
 
@@ -889,10 +897,17 @@ mod tests {
         let mut fixed = Written::new("n", None, span::SpanKind::Client, start);
         let mut general = Written::new("n", None, span::SpanKind::Client, start);
         fixed.fixed(fixed!(("network.transport", "tcp"), ("network.protocol.name", "http")));
-        fixed.fixed(fixed!(("é", "ü")));
+        fixed.fixed(fixed!(("é", "ü"), ("empty", "")));
+        // The longest: a key and its value of 121 bytes together.
+        const LONG_KEY: &str = "a.key.of.sixty.one.bytes.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+        const LONG_VALUE: &str = "a value of sixty bytes.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+        assert_eq!(LONG_KEY.len() + LONG_VALUE.len(), 121);
+        fixed.fixed(fixed!((LONG_KEY, LONG_VALUE)));
         general.text(key!("network.transport"), "tcp");
         general.text(key!("network.protocol.name"), "http");
         general.text(key!("é"), "ü");
+        general.text(key!("empty"), "");
+        general.text(key!(LONG_KEY), LONG_VALUE);
         assert_eq!(fixed.bytes, general.bytes);
     }
 
