@@ -385,18 +385,26 @@ impl BoundPoints {
     /// Where an operation labelled `labels` will record its duration.
     pub(crate) fn recorder(&self, labels: &Labels<'_>) -> Recorder {
         let hash = labels.hash();
+        self.find(hash, labels).map(Recorder::Bound).unwrap_or_else(|| self.bind_or_plain(hash, labels))
+    }
+
+    /// [`BoundPoints::recorder`] when the points of `labels` are bound already or `may_bind`
+    /// says they may be (asked only then); `None`, and nothing bound, otherwise.
+    pub(crate) fn recorder_if(&self, labels: &Labels<'_>, may_bind: impl FnOnce() -> bool) -> Option<Recorder> {
+        let hash = labels.hash();
         if let Some(point) = self.find(hash, labels) {
-            return Recorder::Bound(point);
+            return Some(Recorder::Bound(point));
         }
+        may_bind().then(|| self.bind_or_plain(hash, labels))
+    }
+
+    /// The points of `labels` (hashed `hash`), bound now, or the plain path when the map or the
+    /// budget is full.
+    fn bind_or_plain(&self, hash: u64, labels: &Labels<'_>) -> Recorder {
         match self.bind(hash, labels) {
             Some(point) => Recorder::Bound(point),
             None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
         }
-    }
-
-    /// The points of `labels` when they are bound already; none are bound here.
-    pub(crate) fn bound(&self, labels: &Labels<'_>) -> Option<Recorder> {
-        self.find(labels.hash(), labels).map(Recorder::Bound)
     }
 
     fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {

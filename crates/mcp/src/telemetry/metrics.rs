@@ -126,9 +126,10 @@ pub(crate) fn operation(side: Side, labels: &Labels<'_>) -> Recorder {
 }
 
 /// [`operation`] when the points of such operations are bound already (an operation so
-/// labelled started before); `None` otherwise, and nothing is bound.
-pub(crate) fn operation_if_bound(side: Side, labels: &Labels<'_>) -> Option<Recorder> {
-    operation_points(side).bound(labels)
+/// labelled started before) or `may_bind` says they may be (asked only then); `None`, and
+/// nothing bound, otherwise.
+pub(crate) fn operation_if(side: Side, labels: &Labels<'_>, may_bind: impl FnOnce() -> bool) -> Option<Recorder> {
+    operation_points(side).recorder_if(labels, may_bind)
 }
 
 fn operation_points(side: Side) -> &'static BoundPoints {

@@ -309,13 +309,10 @@ fn recorder(
         labels.target = Some(if *kind == TargetKind::Tool { Target::Tool(label) } else { Target::Prompt(label) });
         let labelled = match known {
             Known::AsTold => message.known_target.then(|| metrics::operation(side, &labels)),
-            Known::Ask(has) => {
-                let bound = match label {
-                    std::borrow::Cow::Borrowed(_) => metrics::operation_if_bound(side, &labels),
-                    std::borrow::Cow::Owned(_) => None,
-                };
-                bound.or_else(|| has(name).then(|| metrics::operation(side, &labels)))
-            }
+            Known::Ask(has) => match label {
+                std::borrow::Cow::Borrowed(_) => metrics::operation_if(side, &labels, || has(name)),
+                std::borrow::Cow::Owned(_) => has(name).then(|| metrics::operation(side, &labels)),
+            },
         };
         if let Some(recorder) = labelled {
             return recorder;
@@ -747,7 +744,7 @@ mod tests {
             asked.fetch_add(1, Ordering::Relaxed);
             name.starts_with("known-")
         };
-        let bound = |labels: &Labels<'_>| metrics::operation_if_bound(Side::Server, labels).is_some();
+        let bound = |labels: &Labels<'_>| metrics::operation_if(Side::Server, labels, || false).is_some();
         let labels = |tool| Labels {
             method: "tools/call",
             target: Some(Target::Tool(tool)),

@@ -277,22 +277,31 @@ impl Written {
     /// then `cut`.
     fn text_bytes(&mut self, key: Key, head: &[u8], cut: &str) {
         let len = head.len() + cut.len();
-        // A short one (most are): every key and length one byte, the key's field written when
-        // the program was built.
-        let value_len = 2 + len;
+        // A length of 0x80 or more makes the attribute not short: the byte is then not used.
+        if !self.short(key, &[STRING_KEY, len as u8], [head, cut.as_bytes()]) {
+            let head = std::str::from_utf8(head).unwrap_or_default();
+            self.string(key.name, head, cut);
+        }
+    }
+
+    /// A short attribute (most are), every key and length one byte: `key`'s field, written when
+    /// the program was built, then its `AnyValue`, `value_head` and `value`'s parts. `false`,
+    /// and nothing written, when it would not be short.
+    fn short(&mut self, key: Key, value_head: &[u8], value: [&[u8]; 2]) -> bool {
+        let value_len = value_head.len() + value[0].len() + value[1].len();
         let len_of_key_value = key.field.len() + 2 + value_len;
         if len_of_key_value >= 0x80 {
-            let head = std::str::from_utf8(head).unwrap_or_default();
-            return self.string(key.name, head, cut);
+            return false;
         }
         self.bytes.reserve(2 + len_of_key_value);
         self.bytes.extend_from_slice(&[ATTRIBUTE_KEY, len_of_key_value as u8]);
         self.bytes.extend_from_slice(key.field);
-        self.bytes.extend_from_slice(&[VALUE_KEY, value_len as u8, STRING_KEY, len as u8]);
-        self.bytes.extend_from_slice(head);
-        if !cut.is_empty() {
-            self.bytes.extend_from_slice(cut.as_bytes());
+        self.bytes.extend_from_slice(&[VALUE_KEY, value_len as u8]);
+        self.bytes.extend_from_slice(value_head);
+        for part in value.into_iter().filter(|part| !part.is_empty()) {
+            self.bytes.extend_from_slice(part);
         }
+        true
     }
 
     /// Attributes whose keys and values are known when the program is built, written then
@@ -311,16 +320,9 @@ impl Written {
         let mut value_head = Head::default();
         value_head.key(field::INT, WireType::Varint);
         value_head.varint(value as u64);
-        // Every key and length one byte, as a short text's (`text_bytes`).
-        let len_of_key_value = key.field.len() + 2 + value_head.len;
-        if len_of_key_value >= 0x80 {
-            return self.integer(key.name, value);
+        if !self.short(key, value_head.bytes(), [&[], &[]]) {
+            self.integer(key.name, value);
         }
-        self.bytes.reserve(2 + len_of_key_value);
-        self.bytes.extend_from_slice(&[ATTRIBUTE_KEY, len_of_key_value as u8]);
-        self.bytes.extend_from_slice(key.field);
-        self.bytes.extend_from_slice(&[VALUE_KEY, value_head.len as u8]);
-        self.bytes.extend_from_slice(value_head.bytes());
     }
 
     /// An integer attribute, its key given as text.
@@ -435,11 +437,7 @@ pub(crate) const fn key_field<const N: usize>(name: &str) -> [u8; N] {
     let mut field = [0; N];
     field[0] = length_delimited_key(field::KEY);
     field[1] = (N - 2) as u8;
-    let mut i = 0;
-    while i < N - 2 {
-        field[i + 2] = name.as_bytes()[i];
-        i += 1;
-    }
+    copy_into(&mut field, 2, name.as_bytes());
     field
 }
 
