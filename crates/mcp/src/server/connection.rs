@@ -321,12 +321,16 @@ impl Connection {
     /// Runs an admitted request in its own task.
     fn run(&mut self, request: Admission, raw: RawParams) {
         let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
+        #[cfg(feature = "otel")]
+        let cx = {
+            let mut cx = cx;
+            if self.transport.network != "pipe" {
+                cx.set_transport(self.transport.clone());
+            }
+            cx
+        };
         if let Some(caller) = &self.caller {
             cx.insert_extension(caller.clone()); // its account is the caller's
-        }
-        #[cfg(feature = "otel")]
-        if self.transport.network != "pipe" {
-            cx.set_transport(self.transport.clone());
         }
         let router = self.router.clone();
         let outbox = self.outbox.clone();
@@ -364,7 +368,7 @@ impl Connection {
         let caller = self.caller.clone();
         #[cfg(feature = "otel")]
         let transport = self.transport.clone();
-        let extend = |cx: &crate::server::RequestContext| {
+        let extend = |cx: &mut crate::server::RequestContext| {
             if let Some(caller) = caller {
                 cx.insert_extension(caller); // its account is the caller's
             }

@@ -92,12 +92,14 @@ struct Inner {
     traced: Traced,
 }
 
-/// What telemetry knows of a request: the trace context in its `_meta`, and its transport.
+/// What telemetry knows of a request: the trace context in its `_meta`, and its transport. Both
+/// are set as the context is made, before it is shared: plain fields, not cells set once (a
+/// `OnceLock`'s `set` cost a request more than reading them does).
 #[cfg(feature = "otel")]
 #[derive(Debug, Default, Clone)]
 struct Traced {
-    carrier: std::sync::OnceLock<crate::telemetry::Carrier>,
-    transport: std::sync::OnceLock<crate::telemetry::Transport>,
+    carrier: Option<crate::telemetry::Carrier>,
+    transport: Option<crate::telemetry::Transport>,
 }
 
 /// Ties the work of a call that may become a task to that task.
@@ -220,30 +222,42 @@ impl RequestContext {
         }
     }
 
+    /// What telemetry knows of the request, while the context is not shared yet (it was just
+    /// made: every caller sets it there). A context already cloned keeps what it had; that would
+    /// be a mistake of this crate, which debug builds stop at.
+    #[cfg(feature = "otel")]
+    fn traced_mut(&mut self) -> Option<&mut Traced> {
+        let traced = Arc::get_mut(&mut self.inner).map(|inner| &mut inner.traced);
+        debug_assert!(traced.is_some(), "a request's trace context is set before its context is shared");
+        traced
+    }
+
     /// The trace context the request's `_meta` carried (read by the era adapter).
     #[cfg(feature = "otel")]
-    pub(crate) fn set_carrier(&self, carrier: Option<crate::telemetry::Carrier>) {
-        if let Some(carrier) = carrier {
-            let _ = self.inner.traced.carrier.set(carrier);
+    pub(crate) fn set_carrier(&mut self, carrier: crate::telemetry::Carrier) {
+        if let Some(traced) = self.traced_mut() {
+            traced.carrier = Some(carrier);
         }
     }
 
     /// [`RequestContext::set_carrier`]'s.
     #[cfg(feature = "otel")]
     pub(crate) fn carrier(&self) -> Option<&crate::telemetry::Carrier> {
-        self.inner.traced.carrier.get()
+        self.inner.traced.carrier.as_ref()
     }
 
     /// How the request came (set by its transport; stdio when unset).
     #[cfg(feature = "otel")]
-    pub(crate) fn set_transport(&self, transport: crate::telemetry::Transport) {
-        let _ = self.inner.traced.transport.set(transport);
+    pub(crate) fn set_transport(&mut self, transport: crate::telemetry::Transport) {
+        if let Some(traced) = self.traced_mut() {
+            traced.transport = Some(transport);
+        }
     }
 
     /// [`RequestContext::set_transport`]'s.
     #[cfg(feature = "otel")]
     pub(crate) fn transport(&self) -> Option<&crate::telemetry::Transport> {
-        self.inner.traced.transport.get()
+        self.inner.traced.transport.as_ref()
     }
 
     /// The context the work of a call that may become a task runs with: the same request, its

@@ -94,9 +94,10 @@ pub(crate) fn admit_read(
 ) -> Result<Admitted, ErrorObject> {
     #[cfg(feature = "otel")]
     let carrier = meta.carrier();
-    let admitted = admit_either(method, id, meta, session, outbox, cancel);
+    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+    let mut admitted = admit_either(method, id, meta, session, outbox, cancel);
     #[cfg(feature = "otel")]
-    if let Ok(admitted) = &admitted {
+    if let (Ok(admitted), Some(carrier)) = (&mut admitted, carrier) {
         admitted.cx.set_carrier(carrier);
     }
     admitted
@@ -221,7 +222,7 @@ pub(crate) async fn open_session(
     id: RequestId,
     params: Option<&RawValue>,
     outbox: Outbox,
-    extend: impl FnOnce(&RequestContext),
+    extend: impl FnOnce(&mut RequestContext),
 ) -> Result<Opened, ErrorObject> {
     let computed = initialize(router, params);
     let (origin, session, answer) = match computed {
@@ -246,10 +247,12 @@ pub(crate) async fn open_session(
         }
     };
     let parts = ContextParts { id, origin, progress_token: None, outbox, cancel: CancellationToken::new() };
-    let cx = RequestContext::new(parts);
+    let mut cx = RequestContext::new(parts);
     #[cfg(feature = "otel")]
-    cx.set_carrier(params.and_then(|p| crate::telemetry::Carrier::read(p.get())));
-    extend(&cx);
+    if let Some(carrier) = params.and_then(|p| crate::telemetry::Carrier::read(p.get())) {
+        cx.set_carrier(carrier);
+    }
+    extend(&mut cx);
     let result =
         router.serve_answered("initialize", crate::engine::raw::RawParams::copied(params), &cx, answer).await?;
     let session = session.ok_or_else(|| ErrorObject::internal("initialize was refused"))?;

@@ -56,9 +56,9 @@ pub(super) async fn batch(
         };
         if let MessageKind::Request { id, method, params } = kind {
             let (outbox, _rx) = Outbox::channel(1);
-            let admitted =
+            let mut admitted =
                 era::admit(&method, id.clone(), params, Some(&session.session), outbox, CancellationToken::new());
-            if let Ok(a) = &admitted {
+            if let Ok(a) = &mut admitted {
                 let from = RequestParts {
                     headers: &HeaderMap::new(),
                     session: Some(session.clone()),
@@ -67,7 +67,7 @@ pub(super) async fn batch(
                     #[cfg(feature = "otel")]
                     http: Some(parts),
                 };
-                attach_caller(&a.cx, &shared.config, from);
+                attach_caller(&mut a.cx, &shared.config, from);
             }
             let result = match admitted {
                 Ok(a) => shared.router.serve_request(&method, RawParams::copied(params), &a.cx, a.modern).await,

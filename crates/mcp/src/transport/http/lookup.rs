@@ -127,7 +127,7 @@ pub(super) async fn initialize(
 ) -> Response<Body> {
     let caller = from.caller.clone();
     let (outbox, rx) = Outbox::channel(256);
-    let extend = |cx: &crate::RequestContext| attach_caller(cx, &shared.config, from);
+    let extend = |cx: &mut crate::RequestContext| attach_caller(cx, &shared.config, from);
     let era::Opened { session, result } =
         match era::open_session(&shared.router, id.clone(), params, outbox, extend).await {
             Ok(opened) => opened,

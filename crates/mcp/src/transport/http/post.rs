@@ -247,7 +247,7 @@ async fn request(
     let (outbox, rx) = Outbox::channel(64);
     let legacy = if modern { None } else { session.as_ref().map(|s| &s.session) };
     let admitted = era::admit_read(method, id.clone(), head.meta, legacy, outbox, token.clone());
-    let Admitted { cx, modern } = match admitted {
+    let Admitted { mut cx, modern } = match admitted {
         Ok(admitted) => admitted,
         // Without a session the request is judged as a 2026-07-28 one: 400 or 404.
         Err(e) if modern || legacy.is_none() => return rpc_error(modern_status(e.code), Some(id), e),
@@ -262,7 +262,7 @@ async fn request(
         #[cfg(feature = "otel")]
         http,
     };
-    attach_caller(&cx, &shared.config, from);
+    attach_caller(&mut cx, &shared.config, from);
     let ticket = session.as_ref().map(|s| s.inflight.lock().unwrap().insert(id.clone(), token.clone()));
     let router = shared.router.clone();
     let method = method.to_owned();
@@ -300,7 +300,7 @@ async fn request(
 /// Gives the request its caller and the account it counts against: the authenticated caller,
 /// else the configured header, else its legacy session, else its address (an anonymous caller,
 /// who may not list tasks: see [`crate::server::tasks::ANONYMOUS`]).
-pub(super) fn attach_caller(cx: &crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
+pub(super) fn attach_caller(cx: &mut crate::RequestContext, config: &super::HttpConfig, from: RequestParts<'_>) {
     #[cfg(feature = "otel")]
     let RequestParts { headers, session, caller, peer, http } = from;
     #[cfg(not(feature = "otel"))]
