@@ -13,10 +13,15 @@
 //! peer's unknown tool names are never labels, but its error codes are); past that a measurement
 //! takes the plain path, building its attributes each time, which the SDK's own cardinality
 //! limit bounds.
+//!
+//! Each thread also keeps the few points it used last ([`Recent`]): a message is most often
+//! labelled as one of the last few were (the same tools, over the same transport), and a point
+//! found there costs no hash, no lock and no probe of the map.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher as _, BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use opentelemetry::metrics::{BoundHistogram, Histogram};
@@ -83,22 +88,30 @@ impl std::hash::Hash for Labels<'_> {
 
 impl PartialEq for Labels<'_> {
     fn eq(&self, other: &Self) -> bool {
-        let target = match (self.target, other.target) {
-            (Some(Target::Tool(a)), Some(Target::Tool(b))) | (Some(Target::Prompt(a)), Some(Target::Prompt(b))) => {
-                same(a, b)
-            }
-            (a, b) => a.is_none() && b.is_none(),
-        };
-        let server = match (self.server, other.server) {
-            (Some((a, port)), Some((b, other_port))) => port == other_port && same(a, b),
-            (a, b) => a.is_none() && b.is_none(),
-        };
+        // The labels that tell most sets apart cheaply first: the method and the transport are
+        // static texts, most often found the same (or not) by where they are.
         same(self.method, other.method)
-            && target
-            && same_option(self.protocol_version, other.protocol_version)
             && same(self.network, other.network)
             && same_option(self.http_version, other.http_version)
-            && server
+            && same_target(self.target, other.target)
+            && same_option(self.protocol_version, other.protocol_version)
+            && same_server(self.server, other.server)
+    }
+}
+
+fn same_target(a: Option<Target<'_>>, b: Option<Target<'_>>) -> bool {
+    match (a, b) {
+        (Some(Target::Tool(a)), Some(Target::Tool(b))) | (Some(Target::Prompt(a)), Some(Target::Prompt(b))) => {
+            same(a, b)
+        }
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+fn same_server(a: Option<(&str, u16)>, b: Option<(&str, u16)>) -> bool {
+    match (a, b) {
+        (Some((a, port)), Some((b, other_port))) => port == other_port && same(a, b),
+        (a, b) => a.is_none() && b.is_none(),
     }
 }
 
@@ -367,8 +380,51 @@ impl Recorder {
 
 type Bound = Vec<Arc<Point>>;
 
+/// The points a thread used last, whichever histogram they belong to (told apart by its
+/// [`BoundPoints::id`]), replaced in turn and looked at newest first.
+struct Recent {
+    points: [Option<(u64, Arc<Point>)>; RECENT],
+    next: usize,
+}
+
+/// How many points each thread keeps at hand.
+const RECENT: usize = 4;
+
+thread_local! {
+    static RECENT_POINTS: RefCell<Recent> = const { RefCell::new(Recent { points: [const { None }; RECENT], next: 0 }) };
+}
+
+impl Recent {
+    /// The point of `labels` in the histogram `owner`, if this thread used it last.
+    fn find(owner: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+        let found = RECENT_POINTS.try_with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            // The one kept last first.
+            let newest_first = (1..=RECENT).map(|back| (recent.next + RECENT - back) % RECENT);
+            let mut points = newest_first.filter_map(|at| recent.points[at].as_ref());
+            points
+                .find(|(id, point)| *id == owner && point.labels.borrowed() == *labels)
+                .map(|(_, point)| point.clone())
+        });
+        found.ok().flatten()
+    }
+
+    /// Keeps `point` of the histogram `owner` at hand, in place of the one kept longest.
+    fn keep(owner: u64, point: &Arc<Point>) {
+        let _ = RECENT_POINTS.try_with(|recent| {
+            if let Ok(mut recent) = recent.try_borrow_mut() {
+                let next = recent.next;
+                recent.points[next] = Some((owner, point.clone()));
+                recent.next = (next + 1) % RECENT;
+            }
+        });
+    }
+}
+
 /// A histogram and the points bound so far, by the hash of their labels.
 pub(crate) struct BoundPoints {
+    /// Tells this histogram's points apart from others' in a thread's [`Recent`] ones.
+    id: u64,
     histogram: Histogram<f64>,
     bound: RwLock<HashMap<u64, Bound, BuildHasherDefault<Identity>>>,
     /// How many label sets the map holds (changed under its write lock): at most [`MAX_BOUND`].
@@ -379,32 +435,41 @@ pub(crate) struct BoundPoints {
 
 impl BoundPoints {
     pub(crate) fn new(histogram: Histogram<f64>) -> BoundPoints {
-        BoundPoints { histogram, bound: RwLock::default(), sets: AtomicUsize::new(0), budget: Arc::default() }
+        static IDS: AtomicU64 = AtomicU64::new(0);
+        BoundPoints {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            histogram,
+            bound: RwLock::default(),
+            sets: AtomicUsize::new(0),
+            budget: Arc::default(),
+        }
     }
 
     /// Where an operation labelled `labels` will record its duration.
     pub(crate) fn recorder(&self, labels: &Labels<'_>) -> Recorder {
-        let hash = labels.hash();
-        self.find(hash, labels).map(Recorder::Bound).unwrap_or_else(|| self.bind_or_plain(hash, labels))
+        match self.recorder_if(labels, || true) {
+            Some(recorder) => recorder,
+            None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
+        }
     }
 
     /// [`BoundPoints::recorder`] when the points of `labels` are bound already or `may_bind`
     /// says they may be (asked only then); `None`, and nothing bound, otherwise.
     pub(crate) fn recorder_if(&self, labels: &Labels<'_>, may_bind: impl FnOnce() -> bool) -> Option<Recorder> {
-        let hash = labels.hash();
-        if let Some(point) = self.find(hash, labels) {
+        if let Some(point) = Recent::find(self.id, labels) {
             return Some(Recorder::Bound(point));
         }
-        may_bind().then(|| self.bind_or_plain(hash, labels))
-    }
-
-    /// The points of `labels` (hashed `hash`), bound now, or the plain path when the map or the
-    /// budget is full.
-    fn bind_or_plain(&self, hash: u64, labels: &Labels<'_>) -> Recorder {
-        match self.bind(hash, labels) {
-            Some(point) => Recorder::Bound(point),
-            None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
-        }
+        let hash = labels.hash();
+        let point = match self.find(hash, labels) {
+            Some(point) => point,
+            None if may_bind() => match self.bind(hash, labels) {
+                Some(point) => point,
+                None => return Some(Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels()))),
+            },
+            None => return None,
+        };
+        Recent::keep(self.id, &point);
+        Some(Recorder::Bound(point))
     }
 
     fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
@@ -518,6 +583,35 @@ mod tests {
         assert_ne!(labels("echo"), other);
         other.server = None;
         assert_ne!(labels("echo"), other);
+    }
+
+    #[test]
+    fn a_thread_finds_the_points_it_used_last_only_in_their_own_histogram() {
+        let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+        let meter = opentelemetry::metrics::MeterProvider::meter(&provider, "test");
+        let bound = |points: &BoundPoints, name: &str| match points.recorder(&labels(name)) {
+            Recorder::Bound(point) => point,
+            Recorder::Plain(..) => panic!("bound"),
+        };
+        let (first, second) =
+            (BoundPoints::new(meter.f64_histogram("a").build()), BoundPoints::new(meter.f64_histogram("b").build()));
+        let echo = bound(&first, "echo");
+        assert!(!Arc::ptr_eq(&echo, &bound(&second, "echo")), "the same labels in another histogram are other points");
+        assert!(Arc::ptr_eq(&echo, &bound(&first, "echo")));
+        // More label sets than a thread keeps at hand, in turn: each still finds its own points,
+        // at hand or in the map, and the map binds each set once.
+        let names: Vec<String> = (0..3 * RECENT).map(|i| format!("tool{i}")).collect();
+        let points: Vec<Arc<Point>> = names.iter().map(|name| bound(&first, name)).collect();
+        for _ in 0..3 {
+            for (name, point) in names.iter().zip(&points) {
+                assert!(Arc::ptr_eq(point, &bound(&first, name)), "{name}");
+            }
+        }
+        assert_eq!(first.sets.load(Ordering::Relaxed), 1 + 3 * RECENT);
+        assert!(Arc::ptr_eq(&echo, &bound(&first, "echo")));
+        let other_version = Labels { protocol_version: Some("2026-07-28"), ..labels("echo") };
+        let Recorder::Bound(other) = first.recorder(&other_version) else { panic!("bound") };
+        assert!(!Arc::ptr_eq(&echo, &other), "a label set differing in one label is another");
     }
 
     #[test]
