@@ -16,7 +16,10 @@
 //!   `parentbased_always_on`). Two are decided before any span is begun, so that sampling off
 //!   costs a message next to nothing: `always_off` begins no span, `parentbased_always_off` one
 //!   only under a sampled parent; the context passed on then is the parent's (or a new trace)
-//!   with the sampled flag off, as the SDK's non-recording span would carry it.
+//!   with the sampled flag off, as the SDK's non-recording span would carry it. The samplers
+//!   that decide on the parent alone (`always_on`, `always_off` and the `parentbased_` ones but
+//!   `parentbased_traceidratio`) are not asked: each span's decision is theirs, made here
+//!   (the `Roots::decide` rule, which a test checks against the SDK's samplers).
 //! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512),
 //!   `OTEL_BSP_SCHEDULE_DELAY` (5000 ms), `OTEL_BSP_EXPORT_TIMEOUT` (30000 ms): the batch
 //!   processor's bounds.
@@ -36,12 +39,19 @@ pub fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
-/// Which spans the sampler of `OTEL_TRACES_SAMPLER` can keep, as far as it is known before one
-/// is begun.
+/// Which spans the sampler of `OTEL_TRACES_SAMPLER` keeps, as far as it is known before one is
+/// begun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Roots {
-    /// Any (the sampler decides each).
+    /// Any (the sampler decides each: `traceidratio`, `parentbased_traceidratio`, and a name
+    /// this crate does not know, which the SDK reads as it likes).
     Any,
+    /// Every one (`always_on`).
+    Every,
+    /// Those without a parent, and those under a sampled one (`parentbased_always_on`, the
+    /// default).
+    UnlessParentUnsampled,
     /// Only those under a sampled parent (`parentbased_always_off`).
     UnderSampledParent,
     /// None (`always_off`).
@@ -50,10 +60,29 @@ pub enum Roots {
 
 impl Roots {
     fn from_env() -> Roots {
-        match var("OTEL_TRACES_SAMPLER").as_deref() {
+        // Read as the SDK reads it (not trimmed), so that the two agree.
+        match std::env::var("OTEL_TRACES_SAMPLER").ok().as_deref() {
             Some("always_off") => Roots::None,
+            Some("always_on") => Roots::Every,
+            None | Some("parentbased_always_on") => Roots::UnlessParentUnsampled,
             Some("parentbased_always_off") => Roots::UnderSampledParent,
-            _ => Roots::Any,
+            Some(_) => Roots::Any,
+        }
+    }
+
+    /// Whether the sampler keeps a span whose parent is `parent`, when it decides on the parent
+    /// alone (`None`: it must be asked). As the SDK's `ParentBased` sampler does, a parent is
+    /// any span in the context, and one not sampled (an invalid one too) has its children
+    /// dropped.
+    pub(crate) fn decide(self, parent: &opentelemetry::Context) -> Option<bool> {
+        use opentelemetry::trace::TraceContextExt as _;
+        let sampled_parent = || parent.span().span_context().is_sampled();
+        match self {
+            Roots::Any => None,
+            Roots::Every => Some(true),
+            Roots::UnlessParentUnsampled => Some(!parent.has_active_span() || sampled_parent()),
+            Roots::UnderSampledParent => Some(parent.has_active_span() && sampled_parent()),
+            Roots::None => Some(false),
         }
     }
 }
@@ -163,5 +192,56 @@ impl Config {
             check_protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")?;
         }
         Ok(Config { disabled, resource: resource.build(), traces, roots, metrics })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Roots;
+    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, TraceContextExt as _, TraceFlags, TraceId, TraceState};
+    use opentelemetry::Context;
+    use opentelemetry_sdk::trace::{Sampler, SamplingDecision, ShouldSample as _};
+
+    #[test]
+    fn the_samplers_decided_here_decide_as_the_sdks_do() {
+        let state = TraceState::from_key_value([("vendor", "value")]).unwrap();
+        let span = |flags: TraceFlags, remote: bool| {
+            SpanContext::new(TraceId::from(7), SpanId::from(9), flags, remote, state.clone())
+        };
+        let parents = [
+            Context::new(),
+            Context::new().with_remote_span_context(span(TraceFlags::SAMPLED, true)),
+            Context::new().with_remote_span_context(span(TraceFlags::default(), true)),
+            Context::new().with_remote_span_context(span(TraceFlags::SAMPLED, false)),
+            Context::new().with_remote_span_context(span(TraceFlags::default(), false)),
+            Context::new().with_remote_span_context(SpanContext::empty_context()),
+        ];
+        let samplers = [
+            (Roots::Every, Sampler::AlwaysOn),
+            (Roots::None, Sampler::AlwaysOff),
+            (Roots::UnlessParentUnsampled, Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
+            (Roots::UnderSampledParent, Sampler::ParentBased(Box::new(Sampler::AlwaysOff))),
+        ];
+        for (roots, sampler) in &samplers {
+            for (i, parent) in parents.iter().enumerate() {
+                let sdk = sampler.should_sample(
+                    Some(parent),
+                    TraceId::from(7),
+                    "tools/call echo",
+                    &SpanKind::Server,
+                    &[],
+                    &[],
+                );
+                let keep = sdk.decision == SamplingDecision::RecordAndSample;
+                assert_eq!(roots.decide(parent), Some(keep), "{roots:?}, parent {i}");
+                assert!(sdk.attributes.is_empty());
+                assert_eq!(
+                    sdk.trace_state,
+                    parent.span().span_context().trace_state().clone(),
+                    "the parent's tracestate"
+                );
+            }
+        }
+        assert_eq!(Roots::Any.decide(&parents[0]), None, "a ratio is the sampler's to apply");
     }
 }

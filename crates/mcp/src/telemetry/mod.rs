@@ -43,8 +43,8 @@ pub use spans::{Ending, Message, Operation, Peer, Session, Transport};
 pub(crate) struct Tracing {
     /// The sampler of `OTEL_TRACES_SAMPLER`, as the SDK reads it (its tracer provider has the same).
     pub sampler: Box<dyn opentelemetry_sdk::trace::ShouldSample>,
-    /// Spans are begun only under a sampled parent (`parentbased_always_off`).
-    only_under_sampled: bool,
+    /// What the sampler keeps, when that is known without asking it.
+    pub roots: config::Roots,
 }
 
 static TRACING: OnceLock<Tracing> = OnceLock::new();
@@ -57,7 +57,7 @@ static SAMPLING_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 pub(crate) fn tracing(parent: &opentelemetry::Context) -> Option<&'static Tracing> {
     use opentelemetry::trace::TraceContextExt as _;
     let tracing = TRACING.get()?;
-    if tracing.only_under_sampled && !parent.span().span_context().is_sampled() {
+    if tracing.roots == config::Roots::UnderSampledParent && !parent.span().span_context().is_sampled() {
         return None;
     }
     Some(tracing)
@@ -122,8 +122,7 @@ pub fn init(service: &str) {
             match export::tracer_provider(&config, traces, sampler.clone()) {
                 Ok(provider) => {
                     opentelemetry::global::set_tracer_provider(provider);
-                    let only_under_sampled = config.roots == config::Roots::UnderSampledParent;
-                    let _ = TRACING.set(Tracing { sampler, only_under_sampled });
+                    let _ = TRACING.set(Tracing { sampler, roots: config.roots });
                 }
                 Err(e) => eprintln!("OpenTelemetry: the span exporter cannot start ({e}); spans stay off"),
             }

@@ -37,7 +37,7 @@ use mcp_types::RequestId;
 use opentelemetry::trace::{Link, SpanContext, SpanId, SpanKind, TraceContextExt as _, TraceFlags};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{span as proto, status::StatusCode};
-use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDecision};
+use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDecision, SamplingResult};
 
 use super::labels::{Failure, Labels, Recorder, Target};
 use super::metrics::{self, Side};
@@ -425,7 +425,16 @@ impl Operation {
             }
         };
         let links: Vec<Link> = link.into_iter().map(Link::with_context).collect();
-        let sampled = tracing.sampler.should_sample(Some(&op.cx), trace_id, written.name(), &span_kind, &[], &links);
+        let sampled = match tracing.roots.decide(&op.cx) {
+            // The sampler's decision, as the SDK's samplers make it (their result holds the
+            // parent's `tracestate` and no attribute).
+            Some(keep) => SamplingResult {
+                decision: if keep { SamplingDecision::RecordAndSample } else { SamplingDecision::Drop },
+                attributes: Vec::new(),
+                trace_state: op.cx.span().span_context().trace_state().clone(),
+            },
+            None => tracing.sampler.should_sample(Some(&op.cx), trace_id, written.name(), &span_kind, &[], &links),
+        };
         // As the SDK's tracer: the parent's flags, sampled or not by the decision (`RecordOnly`
         // is not sampled, and only sampled spans are exported).
         let flags = parent_flags.with_sampled(matches!(sampled.decision, SamplingDecision::RecordAndSample));
