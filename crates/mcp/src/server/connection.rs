@@ -256,7 +256,10 @@ impl Connection {
                     self.send_error(Some(id), ErrorObject::invalid_request(why)).await
                 }
                 MessageKind::Request { id, method, params } => match self.admit(&method, id.clone(), params) {
-                    Ok(admitted) => requests.push((id, method.into_owned(), RawParams::copied(params), admitted)),
+                    Ok(Admitted { cx, modern }) => {
+                        let admitted = Admitted { cx: self.extend(cx), modern };
+                        requests.push((id, method.into_owned(), RawParams::copied(params), admitted))
+                    }
                     Err(e) => self.send_error(Some(id), e).await,
                 },
                 MessageKind::Notification { method, params } if allowed => self.on_notification(&method, params),
@@ -267,6 +270,23 @@ impl Connection {
         if !requests.is_empty() {
             tokio::spawn(run_batch(self.router.clone(), self.outbox.clone(), requests));
         }
+    }
+
+    /// Gives a request's context what the connection knows: its caller (whose account it
+    /// counts against) and, for telemetry, its transport.
+    fn extend(&self, cx: super::RequestContext) -> super::RequestContext {
+        #[cfg(feature = "otel")]
+        let cx = {
+            let mut cx = cx;
+            if self.transport.network != "pipe" {
+                cx.set_transport(self.transport.clone());
+            }
+            cx
+        };
+        if let Some(caller) = &self.caller {
+            cx.insert_extension(caller.clone()); // its account is the caller's
+        }
+        cx
     }
 
     fn admit(&self, method: &str, id: RequestId, params: Option<&RawValue>) -> Result<Admitted, ErrorObject> {
@@ -321,17 +341,7 @@ impl Connection {
     /// Runs an admitted request in its own task.
     fn run(&mut self, request: Admission, raw: RawParams) {
         let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
-        #[cfg(feature = "otel")]
-        let cx = {
-            let mut cx = cx;
-            if self.transport.network != "pipe" {
-                cx.set_transport(self.transport.clone());
-            }
-            cx
-        };
-        if let Some(caller) = &self.caller {
-            cx.insert_extension(caller.clone()); // its account is the caller's
-        }
+        let cx = self.extend(cx);
         let router = self.router.clone();
         let outbox = self.outbox.clone();
         let ticket = self.inflight.insert(id.clone(), token.clone());
@@ -489,7 +499,8 @@ async fn run_batch(router: Router, outbox: Outbox, requests: Vec<BatchItem>) {
     let work = requests.into_iter().map(|(id, method, params, admitted)| {
         let router = router.clone();
         async move {
-            let result = router.handle(&method, params, &admitted.cx, admitted.modern).await;
+            // As any request: the scopes, the middleware layers (audit, rate limit...), its span.
+            let result = router.serve_request(&method, params, &admitted.cx, admitted.modern).await;
             match result {
                 Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(error) => serde_json::to_value(JsonRpcError::new(Some(id), error)).unwrap_or_default(),

@@ -136,6 +136,36 @@ async fn progress_and_log_messages_follow_each_eras_rules() {
     assert_eq!(methods, ["notifications/message", "notifications/message"]);
 }
 
+/// Refuses `tools/call` of `echo`: a layer a batch's items must pass through too.
+struct NoEcho;
+
+impl mcp::middleware::Middleware for NoEcho {
+    fn handle<'a>(
+        &'a self,
+        call: mcp::middleware::Call<'a>,
+        next: mcp::middleware::Next<'a>,
+    ) -> futures_util::future::BoxFuture<'a, mcp::middleware::Outcome> {
+        Box::pin(async move {
+            if call.method() == "tools/call" && call.name() == Some("echo") {
+                return Err(mcp::types::ErrorObject::invalid_params("echo is refused by a layer"));
+            }
+            next.run(call).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_batchs_items_pass_through_the_middleware_like_any_request() {
+    let mut peer = Peer::new(router().layer(NoEcho));
+    peer.initialize("2025-03-26").await;
+    peer.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"}}}]"#).await;
+    let batch = peer.recv().await;
+    let items = batch.as_array().expect("a batch response");
+    let echo = items.iter().find(|item| item["id"] == 2).expect("the call's answer");
+    assert_eq!(echo["error"]["message"], "echo is refused by a layer", "{batch}");
+    assert!(items.iter().any(|item| item["id"] == 1 && item["result"].is_object()), "{batch}");
+}
+
 #[tokio::test]
 async fn batches_only_in_2025_03_26() {
     let mut peer = Peer::new(router());
