@@ -17,9 +17,11 @@
 //!   costs a message next to nothing: `always_off` begins no span, `parentbased_always_off` one
 //!   only under a sampled parent; the context passed on then is the parent's (or a new trace)
 //!   with the sampled flag off, as the SDK's non-recording span would carry it. The samplers
-//!   that decide on the parent alone (`always_on`, `always_off` and the `parentbased_` ones but
-//!   `parentbased_traceidratio`) are not asked: each span's decision is theirs, made here
-//!   (the `Roots::decide` rule, which a test checks against the SDK's samplers).
+//!   that decide on the parent alone (`always_on`, `always_off`, `parentbased_always_on` and
+//!   `parentbased_always_off`) are not asked: each span's decision is theirs, made here (the
+//!   `Roots::decide` rule, which a test checks against the SDK's samplers); the others are
+//!   asked. The name is read as the SDK reads it, untrimmed: `always_off ` (a space after it) is
+//!   a name the SDK does not know, and samples as its default does.
 //! - `OTEL_BSP_MAX_QUEUE_SIZE` (2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512),
 //!   `OTEL_BSP_SCHEDULE_DELAY` (5000 ms), `OTEL_BSP_EXPORT_TIMEOUT` (30000 ms): the batch
 //!   processor's bounds.
@@ -39,8 +41,8 @@ pub fn capture_content() -> bool {
     CAPTURE_CONTENT.load(Ordering::Relaxed)
 }
 
-/// Which spans the sampler of `OTEL_TRACES_SAMPLER` keeps, as far as it is known before one is
-/// begun.
+/// Which spans the sampler of `OTEL_TRACES_SAMPLER` keeps, as far as that is known without
+/// asking it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Roots {

@@ -304,33 +304,33 @@ enum Command {
 /// The export task's commands (one task per process).
 static COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
 
-/// The export queue: bounded, in front of the export task.
+/// The export queue in front of the export task, bounded by the count of spans in it (taken
+/// before a span goes in, given back as the task takes it out): a channel that bounds itself
+/// took a lock per span to give its slot back.
 #[derive(Debug)]
 struct Queue {
-    spans: mpsc::Sender<Queued>,
+    spans: mpsc::UnboundedSender<Queued>,
     /// Told when a full batch is waiting (the export task is not woken for each span).
     full: std::sync::Arc<tokio::sync::Notify>,
     max_batch: u64,
+    max_queue: u64,
 }
 
 impl Queue {
     /// Queues the span `span` makes for export; counts it dropped when the queue is full.
     fn push(&self, span: impl FnOnce() -> Queued) {
         let stats = stats();
-        // The slot is taken before the span is made: a full queue (a collector down) costs
+        // The place is taken before the span is made: a full queue (a collector down) costs
         // neither the span nor its copy.
-        match self.spans.try_reserve() {
-            Ok(slot) => {
-                slot.send(span());
-                stats.queued.fetch_add(1, Ordering::Relaxed);
-                // Wrapping: the export task may take the span (and count it down) first.
-                if stats.waiting.fetch_add(1, Ordering::Relaxed).wrapping_add(1) == self.max_batch {
-                    self.full.notify_one();
-                }
-            }
-            Err(_) => {
-                stats.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        let waiting = stats.waiting.fetch_add(1, Ordering::Relaxed);
+        if waiting >= self.max_queue || self.spans.send(span()).is_err() {
+            stats.waiting.fetch_sub(1, Ordering::Relaxed);
+            stats.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        stats.queued.fetch_add(1, Ordering::Relaxed);
+        if waiting + 1 == self.max_batch {
+            self.full.notify_one();
         }
     }
 }
@@ -396,7 +396,7 @@ fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdk
 /// batch, not once per span.
 async fn export_loop(
     mut exporter: Exporter,
-    mut spans: mpsc::Receiver<Queued>,
+    mut spans: mpsc::UnboundedReceiver<Queued>,
     mut commands: mpsc::Receiver<Command>,
     full: std::sync::Arc<tokio::sync::Notify>,
     batch: Batch,
@@ -489,13 +489,18 @@ pub(crate) fn tracer_provider(
         sender: Sender::new().map_err(|e| e.to_string())?,
         target: Target::from_env()?,
     };
-    let (spans, spans_rx) = mpsc::channel(batch.max_queue);
+    let (spans, spans_rx) = mpsc::unbounded_channel();
     let (commands, commands_rx) = mpsc::channel(16);
     stats().capacity.store(batch.max_queue as u64, Ordering::Relaxed);
     let full = std::sync::Arc::new(tokio::sync::Notify::new());
     runtime().spawn(export_loop(exporter, spans_rx, commands_rx, full.clone(), batch.clone()));
     let _ = COMMANDS.set(commands.clone());
-    let queue = std::sync::Arc::new(Queue { spans, full, max_batch: batch.max_batch as u64 });
+    let queue = std::sync::Arc::new(Queue {
+        spans,
+        full,
+        max_batch: batch.max_batch as u64,
+        max_queue: batch.max_queue as u64,
+    });
     let _ = QUEUE.set(queue.clone());
     let batcher = Batcher { queue, commands, export_timeout: batch.export_timeout };
     Ok(SdkTracerProvider::builder()

@@ -14,9 +14,9 @@
 //! takes the plain path, building its attributes each time, which the SDK's own cardinality
 //! limit bounds.
 //!
-//! Each thread also keeps the few points it used last ([`Recent`]): a message is most often
-//! labelled as one of the last few were (the same tools, over the same transport), and a point
-//! found there costs no hash, no lock and no probe of the map.
+//! Each thread also keeps the few points it found in the map last ([`Recent`]): a message is
+//! most often labelled as one of the last few were (the same tools, over the same transport),
+//! and a point found there costs no hash, no lock and no probe of the map.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -380,8 +380,8 @@ impl Recorder {
 
 type Bound = Vec<Arc<Point>>;
 
-/// The points a thread used last, whichever histogram they belong to (told apart by its
-/// [`BoundPoints::id`]), replaced in turn and looked at newest first.
+/// The points a thread found in the map last, whichever histogram they belong to (told apart
+/// by its [`BoundPoints::id`]): first in, first out, looked at newest first.
 struct Recent {
     points: [Option<(u64, Arc<Point>)>; RECENT],
     next: usize,
@@ -395,7 +395,7 @@ thread_local! {
 }
 
 impl Recent {
-    /// The point of `labels` in the histogram `owner`, if this thread used it last.
+    /// The point of `labels` in the histogram `owner`, if this thread keeps it.
     fn find(owner: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
         let found = RECENT_POINTS.try_with(|recent| {
             let recent = recent.try_borrow().ok()?;
