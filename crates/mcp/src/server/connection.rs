@@ -256,8 +256,8 @@ impl Connection {
                     self.send_error(Some(id), ErrorObject::invalid_request(why)).await
                 }
                 MessageKind::Request { id, method, params } => match self.admit(&method, id.clone(), params) {
-                    Ok(Admitted { cx, modern }) => {
-                        let admitted = Admitted { cx: self.extend(cx), modern };
+                    Ok(mut admitted) => {
+                        self.extend(&mut admitted.cx);
                         requests.push((id, method.into_owned(), RawParams::copied(params), admitted))
                     }
                     Err(e) => self.send_error(Some(id), e).await,
@@ -274,19 +274,14 @@ impl Connection {
 
     /// Gives a request's context what the connection knows: its caller (whose account it
     /// counts against) and, for telemetry, its transport.
-    fn extend(&self, cx: super::RequestContext) -> super::RequestContext {
+    fn extend(&self, cx: &mut super::RequestContext) {
         #[cfg(feature = "otel")]
-        let cx = {
-            let mut cx = cx;
-            if self.transport.network != "pipe" {
-                cx.set_transport(self.transport.clone());
-            }
-            cx
-        };
+        if self.transport.network != "pipe" {
+            cx.set_transport(self.transport.clone());
+        }
         if let Some(caller) = &self.caller {
             cx.insert_extension(caller.clone()); // its account is the caller's
         }
-        cx
     }
 
     fn admit(&self, method: &str, id: RequestId, params: Option<&RawValue>) -> Result<Admitted, ErrorObject> {
@@ -340,8 +335,8 @@ impl Connection {
 
     /// Runs an admitted request in its own task.
     fn run(&mut self, request: Admission, raw: RawParams) {
-        let Admission { id, method, admitted: Admitted { cx, modern }, token, .. } = request;
-        let cx = self.extend(cx);
+        let Admission { id, method, admitted: Admitted { mut cx, modern }, token, .. } = request;
+        self.extend(&mut cx);
         let router = self.router.clone();
         let outbox = self.outbox.clone();
         let ticket = self.inflight.insert(id.clone(), token.clone());

@@ -447,10 +447,12 @@ impl BoundPoints {
 
     /// Where an operation labelled `labels` will record its duration.
     pub(crate) fn recorder(&self, labels: &Labels<'_>) -> Recorder {
-        match self.recorder_if(labels, || true) {
-            Some(recorder) => recorder,
-            None => Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels())),
-        }
+        self.recorder_if(labels, || true).unwrap_or_else(|| self.plain(labels))
+    }
+
+    /// The plain path for `labels`, when the map or the budget is full.
+    fn plain(&self, labels: &Labels<'_>) -> Recorder {
+        Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels()))
     }
 
     /// [`BoundPoints::recorder`] when the points of `labels` are bound already or `may_bind`
@@ -464,7 +466,7 @@ impl BoundPoints {
             Some(point) => point,
             None if may_bind() => match self.bind(hash, labels) {
                 Some(point) => point,
-                None => return Some(Recorder::Plain(self.histogram.clone(), Box::new(labels.to_owned_labels()))),
+                None => return Some(self.plain(labels)),
             },
             None => return None,
         };
