@@ -1,10 +1,14 @@
 //! What OpenTelemetry costs a server: `mcp-example` built without the `otel` feature against
 //! the same server built with it, in one run, over HTTP (`echo` calls at 16 keep-alive
 //! connections, 2026-07-28) and over stdio (64 calls in flight, and one at a time). The build
-//! with telemetry runs twice: exporting every span (`OTEL_TRACES_SAMPLER=always_on`) over
+//! with telemetry runs three ways: exporting every span (`OTEL_TRACES_SAMPLER=always_on`) over
 //! OTLP/HTTP to a collector this process serves on a loopback port (it reads every request and
 //! answers 200, counting the bytes), and with sampling off (`always_off`, the exporter still
-//! configured: the histograms are pushed to it).
+//! configured: the histograms are pushed to it); and, shown but not judged, with no
+//! `OTEL_` variable set: no exporter, so no export thread, and what is left is the instrumentation
+//! itself (the histograms, which the `/metrics` page serves, and the trace context passed on).
+//! The build without telemetry runs twice too, the second time shown as any other variant: the
+//! ratio of a server to itself, the noise a cost must stand out of here to be measurable.
 //!
 //! Targets: every span exported costs under 10% of the throughput at 16 connections; sampling
 //! off costs nothing measurable (within 3%). Exits 1 when one is missed (`--no-fail`: always 0),
@@ -77,6 +81,8 @@ struct Variant {
     name: &'static str,
     program: PathBuf,
     env: Vec<(&'static str, String)>,
+    /// The least ratio to the build without telemetry it must reach; `None`: shown, not judged.
+    target: Option<f64>,
 }
 
 impl Variant {
@@ -94,9 +100,25 @@ fn variants(plain: PathBuf, traced: PathBuf, collector: &str) -> Vec<Variant> {
         ]
     };
     vec![
-        Variant { name: "without otel", program: plain, env: vec![] },
-        Variant { name: "otel, every span exported", program: traced.clone(), env: exporting("always_on") },
-        Variant { name: "otel, sampling off", program: traced, env: exporting("always_off") },
+        Variant { name: "without otel", program: plain.clone(), env: vec![], target: None },
+        // The same build again: how far apart two runs of one server measure here (the noise a
+        // cost must stand out of to be measurable).
+        Variant { name: "without otel, again", program: plain, env: vec![], target: None },
+        Variant {
+            name: "otel, every span exported",
+            program: traced.clone(),
+            env: exporting("always_on"),
+            target: Some(0.90),
+        },
+        Variant {
+            name: "otel, sampling off",
+            program: traced.clone(),
+            env: exporting("always_off"),
+            target: Some(0.97),
+        },
+        // No exporter, so no export thread: the instrumentation alone (and the histograms the
+        // /metrics page serves).
+        Variant { name: "otel, nothing configured", program: traced, env: vec![], target: None },
     ]
 }
 
@@ -315,12 +337,20 @@ async fn main() {
 /// sampling off under 3%.
 fn compare(variants: &[Variant], figures: &[Figures], unit: &str) -> bool {
     let mut ok = true;
-    for (i, (v, figure)) in variants.iter().zip(figures.iter().map(|f| f.per_second)).enumerate().skip(1) {
+    for (v, figure) in variants.iter().zip(figures.iter().map(|f| f.per_second)).skip(1) {
         let ratio = figure / figures[0].per_second;
-        let target = if i == 1 { 0.90 } else { 0.97 };
-        let met = ratio >= target;
-        report(&format!("  {}", v.name), figure, figures[0].per_second, unit, ratio, &format!(">= {target:.2}"), met);
-        ok &= met;
+        let name = format!("  {}", v.name);
+        match v.target {
+            Some(target) => {
+                let met = ratio >= target;
+                report(&name, figure, figures[0].per_second, unit, ratio, &format!(">= {target:.2}"), met);
+                ok &= met;
+            }
+            None => println!(
+                "{name:<44} ours {figure:>12.1} {unit:<8} floor {:>12.1} {unit:<8} ratio {ratio:>6.2} (not judged)",
+                figures[0].per_second
+            ),
+        }
     }
     ok
 }

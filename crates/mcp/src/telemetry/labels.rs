@@ -5,7 +5,7 @@
 //! SipHash and looks them up under a lock on every message: with sampling off that was most of
 //! what telemetry cost a call. Here the labels an operation has when it starts (all but how it
 //! ended) are hashed once, cheaply ([`WordHasher`]), and found in a map of [`Point`]s as it
-//! starts; the operation keeps its point (an `Arc`), not its labels, and as it ends records into
+//! starts; the operation keeps its point (a `&'static` one), not its labels, and as it ends records into
 //! the SDK point bound for how it ended (succeeded, or each `error.type`), bound the first time
 //! that ending is seen, so that a label set exports only the series it measured. The attribute
 //! lists are built when a point is bound. At most [`MAX_BOUND`] SDK points are bound per
@@ -364,7 +364,7 @@ impl Point {
 /// Where an operation records its duration as it ends: its label set's points, or (when the
 /// budget is spent) the plain histogram with its labels.
 pub(crate) enum Recorder {
-    Bound(Arc<Point>),
+    Bound(&'static Point),
     Plain(Histogram<f64>, Box<OwnedLabels>),
 }
 
@@ -378,12 +378,12 @@ impl Recorder {
     }
 }
 
-type Bound = Vec<Arc<Point>>;
+type Bound = Vec<&'static Point>;
 
 /// The points a thread found in the map last, whichever histogram they belong to (told apart
 /// by its [`BoundPoints::id`]): first in, first out, looked at newest first.
 struct Recent {
-    points: [Option<(u64, Arc<Point>)>; RECENT],
+    points: [Option<(u64, &'static Point)>; RECENT],
     next: usize,
 }
 
@@ -396,25 +396,23 @@ thread_local! {
 
 impl Recent {
     /// The point of `labels` in the histogram `owner`, if this thread keeps it.
-    fn find(owner: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+    fn find(owner: u64, labels: &Labels<'_>) -> Option<&'static Point> {
         let found = RECENT_POINTS.try_with(|recent| {
             let recent = recent.try_borrow().ok()?;
             // The one kept last first.
             let newest_first = (1..=RECENT).map(|back| (recent.next + RECENT - back) % RECENT);
             let mut points = newest_first.filter_map(|at| recent.points[at].as_ref());
-            points
-                .find(|(id, point)| *id == owner && point.labels.borrowed() == *labels)
-                .map(|(_, point)| point.clone())
+            points.find(|(id, point)| *id == owner && point.labels.borrowed() == *labels).map(|(_, point)| *point)
         });
         found.ok().flatten()
     }
 
     /// Keeps `point` of the histogram `owner` at hand, in place of the one kept longest.
-    fn keep(owner: u64, point: &Arc<Point>) {
+    fn keep(owner: u64, point: &'static Point) {
         let _ = RECENT_POINTS.try_with(|recent| {
             if let Ok(mut recent) = recent.try_borrow_mut() {
                 let next = recent.next;
-                recent.points[next] = Some((owner, point.clone()));
+                recent.points[next] = Some((owner, point));
                 recent.next = (next + 1) % RECENT;
             }
         });
@@ -470,13 +468,13 @@ impl BoundPoints {
             },
             None => return None,
         };
-        Recent::keep(self.id, &point);
+        Recent::keep(self.id, point);
         Some(Recorder::Bound(point))
     }
 
-    fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+    fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<&'static Point> {
         let bound = self.bound.read().ok()?;
-        find(&bound, hash, labels).cloned()
+        find(&bound, hash, labels)
     }
 
     /// Whether no label set may be added: the map or the budget is full (checked before the
@@ -486,36 +484,38 @@ impl BoundPoints {
     }
 
     /// The points of `labels`, kept now; `None` when the map or the budget is full.
-    fn bind(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Point>> {
+    fn bind(&self, hash: u64, labels: &Labels<'_>) -> Option<&'static Point> {
         if self.full() {
             return None;
         }
         let mut bound = self.bound.write().ok()?;
         if let Some(point) = find(&bound, hash, labels) {
-            return Some(point.clone());
+            return Some(point);
         }
         if self.full() {
             return None;
         }
         self.sets.fetch_add(1, Ordering::Relaxed);
-        let point = Arc::new(Point {
+        // Kept as long as the process (as the histogram, a static, is), at most `MAX_BOUND` of
+        // them: an operation then holds its point without counting references.
+        let point: &'static Point = Box::leak(Box::new(Point {
             histogram: self.histogram.clone(),
             budget: self.budget.clone(),
             labels: labels.to_owned_labels(),
             succeeded: OnceLock::new(),
             failed: RwLock::default(),
-        });
-        bound.entry(hash).or_default().push(point.clone());
+        }));
+        bound.entry(hash).or_default().push(point);
         Some(point)
     }
 }
 
-fn find<'m>(
-    bound: &'m HashMap<u64, Bound, BuildHasherDefault<Identity>>,
+fn find(
+    bound: &HashMap<u64, Bound, BuildHasherDefault<Identity>>,
     hash: u64,
     labels: &Labels<'_>,
-) -> Option<&'m Arc<Point>> {
-    bound.get(&hash)?.iter().find(|point| point.labels.borrowed() == *labels)
+) -> Option<&'static Point> {
+    bound.get(&hash)?.iter().find(|point| point.labels.borrowed() == *labels).copied()
 }
 
 #[cfg(test)]
@@ -598,22 +598,22 @@ mod tests {
         let (first, second) =
             (BoundPoints::new(meter.f64_histogram("a").build()), BoundPoints::new(meter.f64_histogram("b").build()));
         let echo = bound(&first, "echo");
-        assert!(!Arc::ptr_eq(&echo, &bound(&second, "echo")), "the same labels in another histogram are other points");
-        assert!(Arc::ptr_eq(&echo, &bound(&first, "echo")));
+        assert!(!std::ptr::eq(echo, bound(&second, "echo")), "the same labels in another histogram are other points");
+        assert!(std::ptr::eq(echo, bound(&first, "echo")));
         // More label sets than a thread keeps at hand, in turn: each still finds its own points,
         // at hand or in the map, and the map binds each set once.
         let names: Vec<String> = (0..3 * RECENT).map(|i| format!("tool{i}")).collect();
-        let points: Vec<Arc<Point>> = names.iter().map(|name| bound(&first, name)).collect();
+        let points: Vec<&Point> = names.iter().map(|name| bound(&first, name)).collect();
         for _ in 0..3 {
             for (name, point) in names.iter().zip(&points) {
-                assert!(Arc::ptr_eq(point, &bound(&first, name)), "{name}");
+                assert!(std::ptr::eq(*point, bound(&first, name)), "{name}");
             }
         }
         assert_eq!(first.sets.load(Ordering::Relaxed), 1 + 3 * RECENT);
-        assert!(Arc::ptr_eq(&echo, &bound(&first, "echo")));
+        assert!(std::ptr::eq(echo, bound(&first, "echo")));
         let other_version = Labels { protocol_version: Some("2026-07-28"), ..labels("echo") };
         let Recorder::Bound(other) = first.recorder(&other_version) else { panic!("bound") };
-        assert!(!Arc::ptr_eq(&echo, &other), "a label set differing in one label is another");
+        assert!(!std::ptr::eq(echo, other), "a label set differing in one label is another");
     }
 
     #[test]
@@ -639,7 +639,7 @@ mod tests {
         let points = BoundPoints::new(meter.f64_histogram("h").build());
         let (a, b) = (points.recorder(&labels("echo")), points.recorder(&labels("echo")));
         let (Recorder::Bound(a), Recorder::Bound(b)) = (&a, &b) else { panic!("bound") };
-        assert!(Arc::ptr_eq(a, b), "one set of points per label set");
+        assert!(std::ptr::eq(*a, *b), "one set of points per label set");
         assert_eq!(series(), 0, "nothing is exported before a measurement");
         b.record(0.1, Some(Failure::ToolError));
         assert_eq!(series(), 1, "only the ending measured is exported");
