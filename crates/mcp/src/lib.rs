@@ -104,6 +104,7 @@ pub async fn serve(router: Router) -> std::io::Result<()> {
     if args.is_empty() {
         cli::init_logging();
         cli::init_telemetry();
+        cli::serving_stdio_only();
         util::random::check()?; // ids and keys need it: refused at start, not on a request
         let served = transport::stdio::serve(router).await;
         cli::flush_telemetry();

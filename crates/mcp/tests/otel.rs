@@ -330,9 +330,18 @@ fn one_trace_across_three_processes() {
     let tools_calls = |seen: &[Value], service: &str| {
         spans_of(seen, service).iter().filter(|s| s["attributes"]["mcp.method.name"]["value"] == "tools/call").count()
     };
+    // The stdio server pushed its histograms as it exited (its client closed it): serving stdio,
+    // it records them because an exporter pushes them.
+    let pushed_calls = |seen: &[Value], service: &str| {
+        seen.iter()
+            .filter(|r| r["service"] == service)
+            .filter_map(|r| r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64())
+            .max()
+    };
     let seen = receiver
         .wait_for(Duration::from_secs(30), |seen| {
-            tools_calls(seen, "otel-test-stdio") >= 3
+            pushed_calls(seen, "otel-test-stdio") == Some(3)
+                && tools_calls(seen, "otel-test-stdio") >= 3
                 && tools_calls(seen, "otel-test-http") >= 3
                 && spans_of(seen, "otel-test-client").iter().any(|s| s["span"] == "turn")
                 && spans_of(seen, "otel-test-http").iter().any(|s| s["traceId"] == BATCH_TRACE && s["span"] == "ping")

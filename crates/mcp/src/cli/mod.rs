@@ -235,6 +235,14 @@ pub fn init_telemetry() {
     crate::telemetry::init(&logging::program_name());
 }
 
+/// Tells telemetry that this process serves stdio only, after [`init_telemetry`]: nothing serves
+/// `/metrics` here, so unless an exporter pushes them, nothing reads the duration histograms, and
+/// they are not recorded.
+pub(crate) fn serving_stdio_only() {
+    #[cfg(feature = "otel")]
+    crate::telemetry::metrics::unread_unless_pushed();
+}
+
 /// Whether spans are exported (and must be flushed before the process ends).
 fn exports_telemetry() -> bool {
     #[cfg(feature = "otel")]
@@ -280,7 +288,10 @@ async fn serve_transport(
             std::io::ErrorKind::InvalidInput,
             "--auth-issuer protects HTTP: add --http ADDR (a stdio server takes its credentials from its environment)",
         )),
-        None => transport::stdio::serve(router).await,
+        None => {
+            serving_stdio_only();
+            transport::stdio::serve(router).await
+        }
         Some(addr) => {
             #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
             let mut config = args.http_config();

@@ -571,6 +571,12 @@ pub(crate) fn push_metrics(
     });
 }
 
+/// Whether an exporter pushes the metrics (its task started).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
+pub(crate) fn pushes_metrics() -> bool {
+    METRIC_COMMANDS.get().is_some()
+}
+
 /// Pushes the metrics now, when they are pushed at all, waiting at most `timeout`.
 pub(crate) fn flush_metrics(timeout: Duration) -> OTelSdkResult {
     match METRIC_COMMANDS.get() {

@@ -8,9 +8,12 @@
 //! They are OpenTelemetry instruments, read two ways: on demand into the Prometheus text format
 //! ([`prometheus`], the `/metrics` page of every HTTP server), named as the OpenTelemetry to
 //! Prometheus compatibility rules say (dots become underscores, the unit is appended, `_total`
-//! ends a counter); and, when the environment asks, pushed over OTLP.
+//! ends a counter); and, when the environment asks, pushed over OTLP. A process the command line
+//! serves over stdio has no page: unless they are pushed, its operations do not record their
+//! durations (`unread_unless_pushed`).
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -114,6 +117,26 @@ fn meters() -> &'static Meters {
     METERS.get_or_init(|| build(None))
 }
 
+/// Set when nothing in the process can read the histograms (see [`unread_unless_pushed`]).
+static UNREAD: AtomicBool = AtomicBool::new(false);
+
+/// Whether operations record their durations: unless [`unread_unless_pushed`] found that
+/// nothing could read them (and [`prometheus`] has not been asked since).
+pub(crate) fn recorded() -> bool {
+    !UNREAD.load(Ordering::Relaxed)
+}
+
+/// Called by the command line as it serves stdio: with no exporter pushing the metrics and no
+/// HTTP server to serve them at `/metrics`, nothing reads the duration histograms, and
+/// operations stop recording them (two clock reads, the label set's lookup and the SDK's
+/// locked record, a call). [`prometheus`] turns them back on, from its first call.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
+pub(crate) fn unread_unless_pushed() {
+    if !super::export::pushes_metrics() {
+        UNREAD.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Builds the instruments for `config` (with its resource, and the OTLP exporter it asks for),
 /// unless a measurement came first and built them plain.
 pub(crate) fn init(config: &Config) {
@@ -143,6 +166,9 @@ fn operation_points(side: Side) -> &'static BoundPoints {
 
 /// Records a session's duration.
 pub(crate) fn session(side: Side, seconds: f64, attributes: &[KeyValue]) {
+    if !recorded() {
+        return;
+    }
     let meters = meters();
     let histogram = if side == Side::Server { &meters.server_session } else { &meters.client_session };
     histogram.record(seconds, attributes);
@@ -159,8 +185,11 @@ pub(crate) fn flush(timeout: Duration) {
     let _ = super::export::flush_metrics(timeout);
 }
 
-/// Every metric, in the Prometheus text exposition format (version 0.0.4).
+/// Every metric, in the Prometheus text exposition format (version 0.0.4). (A stdio server the
+/// command line serves, whose metrics no exporter pushes, records its durations only from the
+/// first call of this on.)
 pub fn prometheus() -> String {
+    UNREAD.store(false, Ordering::Relaxed); // read from now on
     let mut collected = ResourceMetrics::default();
     if meters().reader.collect(&mut collected).is_err() {
         return String::new();

@@ -16,7 +16,8 @@
 //! Spans are made only once [`init`] ran (the command line of every server and `mcp` call it)
 //! and found somewhere to send them; before that a message costs one atomic load, and a trace
 //! context that comes in is still passed on to the next hop. The histograms are recorded from the
-//! first message on.
+//! first message on, but in a process the command line serves over stdio with no exporter pushing
+//! them (nothing could read them there; see [`metrics::prometheus`]).
 //!
 //! Arguments, results and tokens are never recorded, unless the standard opt-in for GenAI content
 //! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`) asks for tool arguments and results.

@@ -162,10 +162,11 @@ pub struct Operation {
     /// The span being recorded (sampled); `None` when none is. Boxed: an operation is moved
     /// several times as a request's handling is set up, and most of it would be this.
     span: Option<Box<Recorded>>,
-    started: Instant,
+    /// When it began: `None` when neither a span nor the histogram needs it.
+    started: Option<Instant>,
     /// Where the duration is recorded: the histogram point of the operation's labels, found as
-    /// it starts.
-    recorder: Recorder,
+    /// it starts; `None` when nothing reads the histograms ([`metrics::recorded`]).
+    recorder: Option<Recorder>,
     content: bool,
     ended: bool,
 }
@@ -400,12 +401,12 @@ impl Operation {
         let kind = target_kind(message.method);
         let known = known_method(message.method);
         let tracing = super::tracing(&parent);
-        let recorder = recorder(side, message, known, kind, transport, known_target);
+        let recorder = metrics::recorded().then(|| recorder(side, message, known, kind, transport, known_target));
         // A span and the histogram's duration begin together: a span's start is taken at the
         // same moment, and its end is that start plus the duration.
         let wall_start = tracing.map(|_| std::time::SystemTime::now());
-        let mut op =
-            Operation { cx: parent, span: None, started: Instant::now(), recorder, content: false, ended: false };
+        let started = (tracing.is_some() || recorder.is_some()).then(Instant::now);
+        let mut op = Operation { cx: parent, span: None, started, recorder, content: false, ended: false };
         let (Some(tracing), Some(wall_start)) = (tracing, wall_start) else {
             // No span: the parent context is passed on, unsampled when the sampler dropped it.
             if let Some(dropped) = super::dropped_context(&op.cx) {
@@ -496,11 +497,15 @@ impl Operation {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
-        let elapsed = self.started.elapsed();
+        // No start taken: neither a span nor the histogram is recorded.
+        let Some(started) = self.started else { return };
+        let elapsed = started.elapsed();
         if let Some(span) = self.span.take() {
             super::export::enqueue(|| span.end(&ending, elapsed));
         }
-        self.recorder.record(elapsed.as_secs_f64(), failure(&ending));
+        if let Some(recorder) = &self.recorder {
+            recorder.record(elapsed.as_secs_f64(), failure(&ending));
+        }
     }
 }
 

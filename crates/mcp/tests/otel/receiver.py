@@ -1,6 +1,7 @@
 """A small OTLP/HTTP receiver for the telemetry test: decodes what it is sent with the
 OpenTelemetry project's own protobuf definitions (PyPI `opentelemetry-proto`) and prints each span
-as a JSON line on stdout, attribute values with their protobuf type.
+as a JSON line on stdout, attribute values with their protobuf type, and for each metrics request
+the histograms' counts by `mcp.method.name`.
 
 Usage: receiver.py [ok|stall]. Prints `port N` first. In `stall` mode every request is read and
 never answered (a collector that hangs).
@@ -74,7 +75,20 @@ class Handler(BaseHTTPRequestHandler):
                         })
             answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         elif self.path == "/v1/metrics":
-            metrics_service_pb2.ExportMetricsServiceRequest().ParseFromString(body)
+            request = metrics_service_pb2.ExportMetricsServiceRequest()
+            request.ParseFromString(body)
+            for resource_metrics in request.resource_metrics:
+                resource = attributes(resource_metrics.resource.attributes)
+                counts = {}
+                for scope_metrics in resource_metrics.scope_metrics:
+                    for metric in scope_metrics.metrics:
+                        if metric.WhichOneof("data") != "histogram":
+                            continue
+                        by_method = counts.setdefault(metric.name, {})
+                        for point in metric.histogram.data_points:
+                            method = attributes(point.attributes).get("mcp.method.name", {}).get("value")
+                            by_method[method] = by_method.get(method, 0) + point.count
+                emit({"metrics": counts, "service": resource.get("service.name", {}).get("value")})
             answer = metrics_service_pb2.ExportMetricsServiceResponse().SerializeToString()
         else:
             self.send_response(404)
