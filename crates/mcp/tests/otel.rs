@@ -62,7 +62,10 @@ fn main() {
             let started = Instant::now();
             a_stalled_or_absent_collector_costs_spans_not_requests();
             eprintln!("otel: a stalled or absent collector: ok ({:?})", started.elapsed());
-            eprintln!("otel: 2 passed, 0 failed");
+            let started = Instant::now();
+            with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on();
+            eprintln!("otel: nothing configured, a trace context passed on: ok ({:?})", started.elapsed());
+            eprintln!("otel: 3 passed, 0 failed");
         }
     }
 }
@@ -615,4 +618,53 @@ fn a_stalled_or_absent_collector_costs_spans_not_requests() {
         assert!(summary["flushMs"].as_u64().unwrap() < 2_000, "a flush waits at most its timeout: {summary}");
         assert!(elapsed < Duration::from_secs(40), "the process took {elapsed:?} to end");
     }
+}
+
+/// A stdio server with no `OTEL_` variable records nothing (no exporter, and no page to serve its
+/// histograms on), yet a trace context a request carries is still the one its handling runs in:
+/// the audit line of that request carries its trace id, that of a request without one none.
+fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
+    use std::io::Write as _;
+    const TRACE: &str = "5b8efff798038103d269b633813fc60c";
+    let audit = std::env::temp_dir().join(format!("mcp-otel-quiet-audit-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&audit);
+    let mut server = Command::new(std::env::current_exe().unwrap());
+    server.args(["--audit-log", audit.to_str().unwrap()]).env(ROLE, "stdio-server");
+    for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("OTEL_")) {
+        server.env_remove(name);
+    }
+    let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    let call = |id: u32, meta: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}})
+    };
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+               "capabilities": {}, "clientInfo": {"name": "quiet", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(1, json!({"traceparent": format!("00-{TRACE}-00f067aa0ba902b7-01")})),
+        call(2, json!({})),
+    ];
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    for id in 0..3 {
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.contains(&format!("\"id\":{id}")), "answer {id}: {line}");
+    }
+    drop(stdin); // the server ends as its input does, writing its audit log out
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let _ = std::fs::remove_file(&audit);
+    let calls: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{text}");
+    assert_eq!(calls[0]["traceId"], TRACE, "the context that came is the handling's: {text}");
+    assert!(calls[1].get("traceId").is_none(), "none came, none is made: {text}");
 }

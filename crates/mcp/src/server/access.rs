@@ -134,6 +134,9 @@ impl Router {
             // big, and each move of it is a copy (a third of what telemetry cost a stdio call
             // with sampling off, when it was moved into an `async fn` and again into its wrapper).
             use opentelemetry::trace::FutureExt as _;
+            if !super::traced::wanted(cx) {
+                return self.serve_checked(method, raw, cx, modern).await;
+            }
             let op = super::traced::start(self, method, &raw, cx);
             let outcome = self.serve_checked(method, raw, cx, modern).with_context(op.context().clone()).await;
             super::traced::end(op, &outcome);
@@ -176,13 +179,15 @@ impl Router {
     ) -> Result<Value, ErrorObject> {
         let answer = answer.map(Reply::from);
         #[cfg(feature = "otel")]
-        let outcome = {
+        let outcome = if super::traced::wanted(cx) {
             use opentelemetry::trace::FutureExt as _;
             let op = super::traced::start(self, method, &raw, cx);
             let work = self.serve_answered_untraced(method, raw, cx, answer).with_context(op.context().clone());
             let outcome = work.await;
             super::traced::end(op, &outcome);
             outcome
+        } else {
+            self.serve_answered_untraced(method, raw, cx, answer).await
         };
         #[cfg(not(feature = "otel"))]
         let outcome = self.serve_answered_untraced(method, raw, cx, answer).await;

@@ -31,6 +31,16 @@ fn has(router: &Router, method: &str, name: &str) -> bool {
     }
 }
 
+/// Whether a request's handling runs as an operation: something is recorded (spans, the
+/// sampler's decision, the histograms: see [`crate::telemetry::records_anything`]), or a trace
+/// context came with it, which the handling passes on. Otherwise it is handled as without
+/// telemetry.
+pub(crate) fn wanted(cx: &RequestContext) -> bool {
+    crate::telemetry::records_anything()
+        || cx.carrier().is_some()
+        || cx.transport().is_some_and(|t| t.http_context.is_some())
+}
+
 /// The span of one request, started.
 pub(crate) fn start(router: &Router, method: &str, raw: &RawParams, cx: &RequestContext) -> Operation {
     let named = match raw.named() {
@@ -70,11 +80,14 @@ pub(crate) fn end(mut op: Operation, outcome: &Result<Reply, ErrorObject>) {
 
 /// A notification the server received: a span of its own, ended at once.
 pub(crate) fn notification(method: &str, params: Option<&str>, protocol_version: Option<&str>, transport: &Transport) {
+    let carrier = params.and_then(crate::telemetry::Carrier::read);
+    if carrier.is_none() && !crate::telemetry::records_anything() {
+        return; // nothing to record, nothing to pass on
+    }
     let target = match method {
         "notifications/resources/updated" => super::middleware::named_item("resources/read", params),
         _ => None,
     };
     let message = Message { method, target: target.as_deref(), protocol_version, ..Message::default() };
-    let carrier = params.and_then(crate::telemetry::Carrier::read);
     Operation::server(&message, carrier.as_ref(), transport).end(Ending::Ok);
 }

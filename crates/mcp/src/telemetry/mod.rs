@@ -91,6 +91,12 @@ fn unsampled(parent: &opentelemetry::Context) -> opentelemetry::Context {
     parent.with_remote_span_context(unsampled)
 }
 
+/// Whether an operation that no trace context came with records anything: spans are made, or
+/// the sampler's "no" is decided here (and passed on), or the duration histograms are recorded.
+pub(crate) fn records_anything() -> bool {
+    TRACING.get().is_some() || SAMPLING_OFF.load(std::sync::atomic::Ordering::Relaxed) || metrics::recorded()
+}
+
 /// Whether spans are made (and exported).
 pub fn is_tracing() -> bool {
     TRACING.get().is_some()

@@ -341,6 +341,32 @@ fn begin_span(
     }
 }
 
+/// The wall-clock time of `at` (a moment of the monotonic clock): the wall clock read at an
+/// anchor this thread took less than a second before, plus the monotonic time since. So a span's
+/// start costs one wall-clock reading a second rather than one a span (the same thread's spans
+/// then keep the monotonic clock's order and intervals), as OpenTelemetry Java's anchored clock
+/// does; a step of the wall clock shows within a second, and between two readings the clocks drift
+/// apart by at most the rate NTP slews the wall clock (0.5 ms a second).
+fn wall_time(at: Instant) -> std::time::SystemTime {
+    use std::cell::Cell;
+    use std::time::{Duration, SystemTime};
+    thread_local! {
+        static ANCHOR: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+    }
+    let anchored = |anchor: &Cell<Option<(Instant, SystemTime)>>| {
+        if let Some((instant, wall)) = anchor.get() {
+            let since = at.checked_duration_since(instant).filter(|since| *since < Duration::from_secs(1));
+            if let Some(since) = since {
+                return wall + since;
+            }
+        }
+        let wall = SystemTime::now();
+        anchor.set(Some((at, wall)));
+        wall
+    };
+    ANCHOR.try_with(anchored).unwrap_or_else(|_| SystemTime::now())
+}
+
 /// The `mcp.session.id` of a legacy session: the first 16 bytes of the SHA-256 of its id, in hex.
 fn session_digest(id: &str) -> String {
     use sha2::Digest as _;
@@ -402,10 +428,10 @@ impl Operation {
         let known = known_method(message.method);
         let tracing = super::tracing(&parent);
         let recorder = metrics::recorded().then(|| recorder(side, message, known, kind, transport, known_target));
-        // A span and the histogram's duration begin together: a span's start is taken at the
-        // same moment, and its end is that start plus the duration.
-        let wall_start = tracing.map(|_| std::time::SystemTime::now());
+        // A span and the histogram's duration begin together: a span's start is the wall-clock
+        // time of the same moment, and its end is that start plus the duration.
         let started = (tracing.is_some() || recorder.is_some()).then(Instant::now);
+        let wall_start = tracing.zip(started).map(|(_, started)| wall_time(started));
         let mut op = Operation { cx: parent, span: None, started, recorder, content: false, ended: false };
         let (Some(tracing), Some(wall_start)) = (tracing, wall_start) else {
             // No span: the parent context is passed on, unsampled when the sampler dropped it.
@@ -698,6 +724,22 @@ impl Drop for Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spans_wall_clock_start_is_an_anchors_plus_the_monotonic_time_since() {
+        use std::time::{Duration, SystemTime};
+        let (now, before) = (Instant::now(), SystemTime::now());
+        let first = wall_time(now);
+        let gap = first.duration_since(before).unwrap_or_else(|e| e.duration());
+        assert!(gap < Duration::from_millis(100), "the anchor is a wall-clock reading: {gap:?} off");
+        let later = wall_time(now + Duration::from_millis(300));
+        assert_eq!(later.duration_since(first).unwrap(), Duration::from_millis(300), "the same anchor");
+        // Two seconds on, a new anchor: the wall clock read again (it has not moved two seconds).
+        let far = wall_time(now + Duration::from_secs(2));
+        assert!(far < first + Duration::from_secs(1), "read again: {far:?} against {first:?}");
+        let after = wall_time(now + Duration::from_secs(2) + Duration::from_millis(10));
+        assert_eq!(after.duration_since(far).unwrap(), Duration::from_millis(10), "the new anchor");
+    }
 
     #[test]
     fn names_and_metric_labels_follow_the_conventions() {
