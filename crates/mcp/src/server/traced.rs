@@ -1,7 +1,9 @@
 //! The server's side of telemetry (feature `otel`): each request runs inside its SERVER span (the
 //! trace context its `_meta` carried as the parent), so that everything it does (the middleware
 //! layers, the audit line, a request a gateway's handler sends on) happens in that span; each
-//! notification the server handles is a span of its own. See [`crate::telemetry::spans`].
+//! notification the server handles is a span of its own. See [`crate::telemetry::spans`]. In a
+//! process where telemetry records nothing (no exporter, the histograms unread), a message that
+//! carried no trace context is handled as without telemetry.
 
 use mcp_types::ErrorObject;
 
