@@ -65,7 +65,10 @@ fn main() {
             let started = Instant::now();
             with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on();
             eprintln!("otel: nothing configured, a trace context passed on: ok ({:?})", started.elapsed());
-            eprintln!("otel: 3 passed, 0 failed");
+            let started = Instant::now();
+            a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends();
+            eprintln!("otel: metrics pushed as a stdio server ends: ok ({:?})", started.elapsed());
+            eprintln!("otel: 4 passed, 0 failed");
         }
     }
 }
@@ -667,4 +670,39 @@ fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
     assert_eq!(calls.len(), 2, "{text}");
     assert_eq!(calls[0]["traceId"], TRACE, "the context that came is the handling's: {text}");
     assert!(calls[1].get("traceId").is_none(), "none came, none is made: {text}");
+}
+
+/// A stdio server the command line serves (`--stdio`) with spans off but metrics pushed pushes
+/// what it measured as it ends, well before the push interval: its one call's duration.
+fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
+    use std::io::Write as _;
+    let mut receiver = Receiver::start("ok");
+    let mut server = Command::new(std::env::current_exe().unwrap());
+    server.arg("--stdio").env(ROLE, "stdio-server").env("OTEL_SERVICE_NAME", "otel-test-metrics-only");
+    otel_env(&mut server, &receiver.endpoint());
+    server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
+    let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+               "capabilities": {}, "clientInfo": {"name": "metrics-only", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+    ];
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    for _ in 0..2 {
+        lines.next().unwrap().unwrap();
+    }
+    drop(stdin);
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    receiver.wait_for(Duration::from_secs(10), |seen| {
+        seen.iter().any(|r| {
+            r["service"] == "otel-test-metrics-only"
+                && r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64() == Some(1)
+        })
+    });
 }

@@ -243,10 +243,10 @@ pub(crate) fn serving_stdio_only() {
     crate::telemetry::metrics::unread_unless_pushed();
 }
 
-/// Whether spans are exported (and must be flushed before the process ends).
+/// Whether spans or metrics are exported (and must be flushed before the process ends).
 fn exports_telemetry() -> bool {
     #[cfg(feature = "otel")]
-    return crate::telemetry::is_tracing();
+    return crate::telemetry::is_tracing() || crate::telemetry::export::pushes_metrics();
     #[cfg(not(feature = "otel"))]
     false
 }
