@@ -139,8 +139,11 @@ pub fn time<T>(f: impl FnOnce() -> T) -> (Duration, T) {
 
 /// Prints one result line: name, ours, floor, ratio, target, verdict.
 pub fn report(name: &str, ours: f64, floor: f64, unit: &str, ratio: f64, target: &str, ok: bool) {
-    println!(
-        "{name:<44} ours {ours:>12.1} {unit:<8} floor {floor:>12.1} {unit:<8} ratio {ratio:>6.2} (target {target}) {}",
-        if ok { "OK" } else { "MISSED" }
-    );
+    let verdict = if ok { "OK" } else { "MISSED" };
+    report_line(name, ours, floor, unit, ratio, &format!("(target {target}) {verdict}"));
+}
+
+/// Prints one result line as [`report`] does, `tail` in place of the target and verdict.
+pub fn report_line(name: &str, ours: f64, floor: f64, unit: &str, ratio: f64, tail: &str) {
+    println!("{name:<44} ours {ours:>12.1} {unit:<8} floor {floor:>12.1} {unit:<8} ratio {ratio:>6.2} {tail}");
 }

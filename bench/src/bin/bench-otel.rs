@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_bench::http::{load, post_request, HttpProcess};
-use mcp_bench::{cpu_time, median, report, sibling_binary, time, StdioProcess};
+use mcp_bench::{cpu_time, median, report, report_line, sibling_binary, time, StdioProcess};
 
 const BODY: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
@@ -346,10 +346,7 @@ fn compare(variants: &[Variant], figures: &[Figures], unit: &str) -> bool {
                 report(&name, figure, figures[0].per_second, unit, ratio, &format!(">= {target:.2}"), met);
                 ok &= met;
             }
-            None => println!(
-                "{name:<44} ours {figure:>12.1} {unit:<8} floor {:>12.1} {unit:<8} ratio {ratio:>6.2} (not judged)",
-                figures[0].per_second
-            ),
+            None => report_line(&name, figure, figures[0].per_second, unit, ratio, "(not judged)"),
         }
     }
     ok

@@ -56,19 +56,21 @@ fn main() {
         Ok("client") => runtime().block_on(client_role()),
         Ok("stalled-client") => runtime().block_on(stalled_client_role()),
         _ => {
-            let started = Instant::now();
-            one_trace_across_three_processes();
-            eprintln!("otel: one trace across three processes: ok ({:?})", started.elapsed());
-            let started = Instant::now();
-            a_stalled_or_absent_collector_costs_spans_not_requests();
-            eprintln!("otel: a stalled or absent collector: ok ({:?})", started.elapsed());
-            let started = Instant::now();
-            with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on();
-            eprintln!("otel: nothing configured, a trace context passed on: ok ({:?})", started.elapsed());
-            let started = Instant::now();
-            a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends();
-            eprintln!("otel: metrics pushed as a stdio server ends: ok ({:?})", started.elapsed());
-            eprintln!("otel: 4 passed, 0 failed");
+            let tests: [(&str, fn()); 4] = [
+                ("one trace across three processes", one_trace_across_three_processes),
+                ("a stalled or absent collector", a_stalled_or_absent_collector_costs_spans_not_requests),
+                (
+                    "nothing configured, a trace context passed on",
+                    with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on,
+                ),
+                ("metrics pushed as a stdio server ends", a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends),
+            ];
+            for (name, test) in tests {
+                let started = Instant::now();
+                test();
+                eprintln!("otel: {name}: ok ({:?})", started.elapsed());
+            }
+            eprintln!("otel: {} passed, 0 failed", tests.len());
         }
     }
 }
@@ -623,11 +625,33 @@ fn a_stalled_or_absent_collector_costs_spans_not_requests() {
     }
 }
 
+/// Starts `server` (this binary as a stdio server), initializes it, sends it `calls` (requests
+/// numbered from 1), checks that each is answered in turn, then closes its input and waits for
+/// it to end, which it must do cleanly.
+fn stdio_session(mut server: Command, calls: &[Value]) {
+    use std::io::Write as _;
+    let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "otel-test", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    for message in [&initialize, &initialized].into_iter().chain(calls) {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    for id in 0..=calls.len() {
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.contains(&format!("\"id\":{id}")), "answer {id}: {line}");
+    }
+    drop(stdin); // the server ends as its input does
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
 /// A stdio server with no `OTEL_` variable records nothing (no exporter, and no page to serve its
 /// histograms on), yet a trace context a request carries is still the one its handling runs in:
 /// the audit line of that request carries its trace id, that of a request without one none.
 fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
-    use std::io::Write as _;
     const TRACE: &str = "5b8efff798038103d269b633813fc60c";
     let audit = std::env::temp_dir().join(format!("mcp-otel-quiet-audit-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&audit);
@@ -636,30 +660,12 @@ fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
     for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("OTEL_")) {
         server.env_remove(name);
     }
-    let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
-    let mut stdin = server.0.stdin.take().unwrap();
-    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
     let call = |id: u32, meta: Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta}})
     };
-    let messages = [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-               "capabilities": {}, "clientInfo": {"name": "quiet", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        call(1, json!({"traceparent": format!("00-{TRACE}-00f067aa0ba902b7-01")})),
-        call(2, json!({})),
-    ];
-    for message in &messages {
-        writeln!(stdin, "{message}").unwrap();
-    }
-    for id in 0..3 {
-        let line = lines.next().unwrap().unwrap();
-        assert!(line.contains(&format!("\"id\":{id}")), "answer {id}: {line}");
-    }
-    drop(stdin); // the server ends as its input does, writing its audit log out
-    let status = server.0.wait().unwrap();
-    assert!(status.success(), "{status}");
+    let traced = call(1, json!({"traceparent": format!("00-{TRACE}-00f067aa0ba902b7-01")}));
+    stdio_session(server, &[traced, call(2, json!({}))]); // its audit log written out as it ends
     let text = std::fs::read_to_string(&audit).unwrap();
     let _ = std::fs::remove_file(&audit);
     let calls: Vec<Value> = text
@@ -675,30 +681,13 @@ fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
 /// A stdio server the command line serves (`--stdio`) with spans off but metrics pushed pushes
 /// what it measured as it ends, well before the push interval: its one call's duration.
 fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
-    use std::io::Write as _;
     let mut receiver = Receiver::start("ok");
     let mut server = Command::new(std::env::current_exe().unwrap());
     server.arg("--stdio").env(ROLE, "stdio-server").env("OTEL_SERVICE_NAME", "otel-test-metrics-only");
     otel_env(&mut server, &receiver.endpoint());
     server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
-    let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
-    let mut stdin = server.0.stdin.take().unwrap();
-    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
-    let messages = [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-               "capabilities": {}, "clientInfo": {"name": "metrics-only", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}),
-    ];
-    for message in &messages {
-        writeln!(stdin, "{message}").unwrap();
-    }
-    for _ in 0..2 {
-        lines.next().unwrap().unwrap();
-    }
-    drop(stdin);
-    let status = server.0.wait().unwrap();
-    assert!(status.success(), "{status}");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    stdio_session(server, &[call]);
     receiver.wait_for(Duration::from_secs(10), |seen| {
         seen.iter().any(|r| {
             r["service"] == "otel-test-metrics-only"

@@ -70,10 +70,12 @@ pub(crate) fn tracing(parent: &opentelemetry::Context) -> Option<&'static Tracin
 /// dropped. `None` when this process decides nothing about spans (no exporter): the parent is
 /// then passed on as it came.
 pub(crate) fn dropped_context(parent: &opentelemetry::Context) -> Option<opentelemetry::Context> {
-    if TRACING.get().is_none() && !SAMPLING_OFF.load(std::sync::atomic::Ordering::Relaxed) {
-        return None;
-    }
-    Some(unsampled(parent))
+    decides_spans().then(|| unsampled(parent))
+}
+
+/// Whether this process decides about spans: it makes them, or its sampler drops them all.
+fn decides_spans() -> bool {
+    TRACING.get().is_some() || SAMPLING_OFF.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `parent` with its span context marked not sampled (a new trace when it has none).
@@ -94,7 +96,7 @@ fn unsampled(parent: &opentelemetry::Context) -> opentelemetry::Context {
 /// Whether an operation that no trace context came with records anything: spans are made, or
 /// the sampler's "no" is decided here (and passed on), or the duration histograms are recorded.
 pub(crate) fn records_anything() -> bool {
-    TRACING.get().is_some() || SAMPLING_OFF.load(std::sync::atomic::Ordering::Relaxed) || metrics::recorded()
+    decides_spans() || metrics::recorded()
 }
 
 /// Whether spans are made (and exported).
