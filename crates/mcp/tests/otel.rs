@@ -311,7 +311,13 @@ const SPAN_KIND_SERVER: u64 = 2;
 const SPAN_KIND_CLIENT: u64 = 3;
 const STATUS_ERROR: u64 = 2;
 
+/// `time` in nanoseconds since the Unix epoch, as OTLP writes a span's times.
+fn unix_nanos(time: std::time::SystemTime) -> u64 {
+    u64::try_from(time.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()).unwrap()
+}
+
 fn one_trace_across_three_processes() {
+    let began = unix_nanos(std::time::SystemTime::now());
     let mut receiver = Receiver::start("ok");
     let endpoint = receiver.endpoint();
     let audit = std::env::temp_dir().join(format!("mcp-otel-audit-{}.log", std::process::id()));
@@ -379,6 +385,11 @@ fn one_trace_across_three_processes() {
     for span in &spans {
         assert_eq!(span["traceId"], trace, "not in the turn's trace: {span:#}");
     }
+    let ended = unix_nanos(std::time::SystemTime::now());
+    for span in &spans {
+        let (start, end) = (span["start"].as_u64().unwrap(), span["end"].as_u64().unwrap());
+        assert!(began <= start && start < end && end <= ended, "a span's times out of the test's: {span:#}");
+    }
     let by_id: HashMap<&str, &Value> = spans.iter().map(|s| (s["spanId"].as_str().unwrap(), *s)).collect();
     let client_spans = spans_of(&seen, "otel-test-client");
     for span in client_spans.iter().filter(|s| s["span"] != "turn") {
@@ -396,6 +407,12 @@ fn one_trace_across_three_processes() {
             assert_eq!(parent["service"], "otel-test-client", "{span:#}");
             assert_eq!(parent["kind"], SPAN_KIND_CLIENT);
             assert_eq!(parent["span"], span["span"], "named alike on both sides");
+            // The server's span within its client's (one machine's clock; a millisecond's leeway).
+            let within = |at: &Value| {
+                let at = at.as_u64().unwrap();
+                parent["start"].as_u64().unwrap() <= at + 1_000_000 && at <= parent["end"].as_u64().unwrap() + 1_000_000
+            };
+            assert!(within(&span["start"]) && within(&span["end"]), "not within its client's span: {span:#} {parent:#}");
             if attr(span, "jsonrpc.request.id").is_some() {
                 assert_eq!(string_attr(parent, "jsonrpc.request.id"), string_attr(span, "jsonrpc.request.id"));
             } else {

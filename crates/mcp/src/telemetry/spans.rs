@@ -41,7 +41,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator, SamplingDeci
 
 use super::labels::{Failure, Labels, Recorder, Target};
 use super::metrics::{self, Side};
-use super::wire::{self, cut, fixed, key, Fixed, Written};
+use super::wire::{self, cut, fixed, key, Fixed, UnixNanos, Written};
 
 /// Tool arguments and results longer than this (opted in) are not recorded.
 const MAX_CONTENT: usize = 64 * 1024;
@@ -331,7 +331,7 @@ fn begin_span(
     kind: Option<TargetKind>,
     target: Option<&str>,
     span_kind: proto::SpanKind,
-    start: std::time::SystemTime,
+    start: UnixNanos,
 ) -> Written {
     match (kind, target) {
         (Some(TargetKind::Tool | TargetKind::Prompt), Some(target)) => {
@@ -347,24 +347,24 @@ fn begin_span(
 /// then keep the monotonic clock's order and intervals), as OpenTelemetry Java's anchored clock
 /// does; a step of the wall clock shows within a second, and between two readings the clocks drift
 /// apart by at most the rate NTP slews the wall clock (0.5 ms a second).
-fn wall_time(at: Instant) -> std::time::SystemTime {
+fn wall_time(at: Instant) -> UnixNanos {
     use std::cell::Cell;
     use std::time::{Duration, SystemTime};
     thread_local! {
-        static ANCHOR: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+        static ANCHOR: Cell<Option<(Instant, UnixNanos)>> = const { Cell::new(None) };
     }
-    let anchored = |anchor: &Cell<Option<(Instant, SystemTime)>>| {
+    let anchored = |anchor: &Cell<Option<(Instant, UnixNanos)>>| {
         if let Some((instant, wall)) = anchor.get() {
             let since = at.checked_duration_since(instant).filter(|since| *since < Duration::from_secs(1));
             if let Some(since) = since {
-                return wall + since;
+                return wall.after(since);
             }
         }
-        let wall = SystemTime::now();
+        let wall = UnixNanos::from(SystemTime::now());
         anchor.set(Some((at, wall)));
         wall
     };
-    ANCHOR.try_with(anchored).unwrap_or_else(|_| SystemTime::now())
+    ANCHOR.try_with(anchored).unwrap_or_else(|_| SystemTime::now().into())
 }
 
 /// The `mcp.session.id` of a legacy session: the first 16 bytes of the SHA-256 of its id, in hex.
@@ -563,7 +563,7 @@ impl Recorded {
             context: &self.context,
             parent: self.parent,
             parent_is_remote: self.parent_is_remote,
-            end: self.written.start() + elapsed,
+            end: self.written.start().after(elapsed),
             link: self.link.as_ref(),
             status,
             status_message: &message,
@@ -728,24 +728,24 @@ mod tests {
     #[test]
     fn a_spans_wall_clock_start_is_an_anchors_plus_the_monotonic_time_since() {
         use std::time::{Duration, SystemTime};
-        let (now, before) = (Instant::now(), SystemTime::now());
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap();
+        let (now, before) = (Instant::now(), UnixNanos::from(SystemTime::now()));
         let first = wall_time(now);
-        let gap = first.duration_since(before).unwrap_or_else(|e| e.duration());
-        assert!(gap < Duration::from_millis(100), "the anchor is a wall-clock reading: {gap:?} off");
+        assert!(first.0.abs_diff(before.0) < nanos(Duration::from_millis(100)), "the anchor is a wall-clock reading");
         let later = wall_time(now + Duration::from_millis(300));
-        assert_eq!(later.duration_since(first).unwrap(), Duration::from_millis(300), "the same anchor");
+        assert_eq!(later.0 - first.0, nanos(Duration::from_millis(300)), "the same anchor");
         // Two seconds on, a new anchor: the wall clock read again (it has not moved two seconds).
         let far = wall_time(now + Duration::from_secs(2));
-        assert!(far < first + Duration::from_secs(1), "read again: {far:?} against {first:?}");
+        assert!(far < first.after(Duration::from_secs(1)), "read again: {far:?} against {first:?}");
         let after = wall_time(now + Duration::from_secs(2) + Duration::from_millis(10));
-        assert_eq!(after.duration_since(far).unwrap(), Duration::from_millis(10), "the new anchor");
+        assert_eq!(after.0 - far.0, nanos(Duration::from_millis(10)), "the new anchor");
     }
 
     #[test]
     fn names_and_metric_labels_follow_the_conventions() {
         let name = |method, target| {
             let kind = proto::SpanKind::Server;
-            let start = std::time::SystemTime::now();
+            let start = std::time::SystemTime::now().into();
             begin_span(method, known_method(method), target_kind(method), target, kind, start).name().to_owned()
         };
         assert_eq!(name("tools/call", Some("echo")), "tools/call echo");

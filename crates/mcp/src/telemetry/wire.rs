@@ -203,13 +203,32 @@ pub(crate) struct Written {
     name: std::ops::Range<usize>,
     /// Where the end time's eight bytes go.
     end_time: usize,
-    start: SystemTime,
+    start: UnixNanos,
+}
+
+/// A moment of the wall clock as OTLP writes it: nanoseconds since the Unix epoch (0 for one
+/// before it). A span's end is its start plus its duration, added as integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct UnixNanos(pub u64);
+
+impl UnixNanos {
+    /// `self`, `elapsed` later.
+    pub fn after(self, elapsed: std::time::Duration) -> UnixNanos {
+        UnixNanos(self.0.saturating_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)))
+    }
+}
+
+impl From<SystemTime> for UnixNanos {
+    fn from(time: SystemTime) -> UnixNanos {
+        UnixNanos(time.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+    }
 }
 
 impl Written {
     /// A span named `name`, or `{name} {target}` (each cut to [`MAX_TEXT`]), of `kind`, begun at
     /// `start`.
-    pub fn new(name: &str, target: Option<&str>, kind: span::SpanKind, start: SystemTime) -> Written {
+    pub fn new(name: &str, target: Option<&str>, kind: span::SpanKind, start: impl Into<UnixNanos>) -> Written {
+        let start = start.into();
         let mut bytes = POOL.take();
         bytes.resize(IDS, 0);
         let (head, cut) = clip(name);
@@ -232,10 +251,9 @@ impl Written {
             field_key(field::KIND, WireType::Varint, &mut bytes);
             varint(kind as i32 as u64, &mut bytes);
         }
-        let start_nanos = nanos(start);
-        if start_nanos != 0 {
+        if start.0 != 0 {
             field_key(field::START, WireType::SixtyFourBit, &mut bytes);
-            bytes.extend_from_slice(&start_nanos.to_le_bytes());
+            bytes.extend_from_slice(&start.0.to_le_bytes());
         }
         // The end is always written (prost would leave out a zero: a clock before 1970).
         field_key(field::END, WireType::SixtyFourBit, &mut bytes);
@@ -251,7 +269,7 @@ impl Written {
     }
 
     /// When the span began.
-    pub fn start(&self) -> SystemTime {
+    pub fn start(&self) -> UnixNanos {
         self.start
     }
 
@@ -564,7 +582,7 @@ pub(crate) struct Frame<'a> {
     /// `SpanId::INVALID` for a root span.
     pub parent: SpanId,
     pub parent_is_remote: bool,
-    pub end: SystemTime,
+    pub end: UnixNanos,
     pub link: Option<&'a span::Link>,
     pub status: StatusCode,
     /// An error status's description, cut to [`MAX_TEXT`].
@@ -653,7 +671,7 @@ impl Drop for Written {
 /// The span of `written` and `frame`, as the `Span` message it is sent as.
 pub(crate) fn finish(mut written: Written, frame: &Frame<'_>) -> Queued {
     let mut bytes = written.take();
-    bytes[written.end_time..written.end_time + 8].copy_from_slice(&nanos(frame.end).to_le_bytes());
+    bytes[written.end_time..written.end_time + 8].copy_from_slice(&frame.end.0.to_le_bytes());
     let out = &mut bytes;
     if let Some(link) = frame.link {
         prost::encoding::message::encode(field::LINKS, link, out);
@@ -761,10 +779,6 @@ fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
     flags
 }
 
-fn nanos(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
-
 /// `data` written as this library's operations write their spans (tests compare the two ways).
 #[cfg(test)]
 pub(crate) fn of_span_data(data: &SpanData) -> Queued {
@@ -784,7 +798,7 @@ pub(crate) fn of_span_data(data: &SpanData) -> Queued {
         context: &data.span_context,
         parent: data.parent_span_id,
         parent_is_remote: data.parent_span_is_remote,
-        end: data.end_time,
+        end: data.end_time.into(),
         link: link.as_ref(),
         status,
         status_message,

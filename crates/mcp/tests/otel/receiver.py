@@ -68,6 +68,8 @@ class Handler(BaseHTTPRequestHandler):
                             "spanId": span.span_id.hex(),
                             "parentSpanId": span.parent_span_id.hex(),
                             "kind": span.kind,
+                            "start": span.start_time_unix_nano,
+                            "end": span.end_time_unix_nano,
                             "statusCode": span.status.code,
                             "statusMessage": span.status.message,
                             "attributes": attributes(span.attributes),
