@@ -345,8 +345,9 @@ fn begin_span(
 /// anchor this thread took less than a second before, plus the monotonic time since. So a span's
 /// start costs one wall-clock reading a second rather than one a span (the same thread's spans
 /// then keep the monotonic clock's order and intervals), as OpenTelemetry Java's anchored clock
-/// does; a step of the wall clock shows within a second, and between two readings the clocks drift
-/// apart by at most the rate NTP slews the wall clock (0.5 ms a second).
+/// does; a step of the wall clock shows within a second. (On Linux NTP slews the monotonic clock
+/// with the wall clock, so between two readings they keep together; where the monotonic clock is
+/// a raw one, they drift apart by at most the rate NTP slews the wall clock, 0.5 ms a second.)
 fn wall_time(at: Instant) -> UnixNanos {
     use std::cell::Cell;
     use std::time::{Duration, SystemTime};

@@ -206,8 +206,9 @@ pub(crate) struct Written {
     start: UnixNanos,
 }
 
-/// A moment of the wall clock as OTLP writes it: nanoseconds since the Unix epoch (0 for one
-/// before it). A span's end is its start plus its duration, added as integers.
+/// A moment of the wall clock as OTLP writes it: nanoseconds since the Unix epoch (0 at one
+/// before it, later times counted on from there; past the year 2554, the largest). A span's end
+/// is its start plus its duration, added as integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct UnixNanos(pub u64);
 
