@@ -762,7 +762,7 @@ mod tests {
 
     #[test]
     fn attributes_written_when_the_program_is_built_are_those_written_as_text() {
-        let start = std::time::SystemTime::now();
+        let start = UnixNanos::from(std::time::SystemTime::now());
         let written = |write: &dyn Fn(&mut Written)| {
             let mut written = Written::new("n", None, proto::SpanKind::Server, start);
             write(&mut written);

@@ -215,21 +215,25 @@ pub(crate) struct UnixNanos(pub u64);
 impl UnixNanos {
     /// `self`, `elapsed` later.
     pub fn after(self, elapsed: std::time::Duration) -> UnixNanos {
-        UnixNanos(self.0.saturating_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)))
+        UnixNanos(self.0.saturating_add(whole_nanos(elapsed)))
     }
 }
 
 impl From<SystemTime> for UnixNanos {
     fn from(time: SystemTime) -> UnixNanos {
-        UnixNanos(time.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+        UnixNanos(time.duration_since(UNIX_EPOCH).map_or(0, whole_nanos))
     }
+}
+
+/// `duration` in nanoseconds, the largest `u64` past it (584 years).
+fn whole_nanos(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Written {
     /// A span named `name`, or `{name} {target}` (each cut to [`MAX_TEXT`]), of `kind`, begun at
     /// `start`.
-    pub fn new(name: &str, target: Option<&str>, kind: span::SpanKind, start: impl Into<UnixNanos>) -> Written {
-        let start = start.into();
+    pub fn new(name: &str, target: Option<&str>, kind: span::SpanKind, start: UnixNanos) -> Written {
         let mut bytes = POOL.take();
         bytes.resize(IDS, 0);
         let (head, cut) = clip(name);
@@ -785,7 +789,7 @@ fn span_flags(parent_is_remote: bool, trace_flags: u8) -> u32 {
 pub(crate) fn of_span_data(data: &SpanData) -> Queued {
     use opentelemetry::trace::Status;
     assert!(data.events.is_empty() && data.links.len() <= 1, "written spans have no events and one link at most");
-    let mut written = Written::new(&data.name, None, data.span_kind.clone().into(), data.start_time);
+    let mut written = Written::new(&data.name, None, data.span_kind.clone().into(), data.start_time.into());
     for attribute in &data.attributes {
         written.attribute(attribute);
     }
@@ -884,7 +888,7 @@ mod tests {
 
     #[test]
     fn a_known_key_writes_what_a_key_given_as_text_writes() {
-        let start = SystemTime::now();
+        let start = UnixNanos::from(SystemTime::now());
         let mut fast = Written::new("n", None, span::SpanKind::Client, start);
         let mut general = Written::new("n", None, span::SpanKind::Client, start);
         let long = "x".repeat(MAX_TEXT + 10);
@@ -911,7 +915,7 @@ mod tests {
 
     #[test]
     fn fixed_attributes_are_what_text_attributes_write() {
-        let start = SystemTime::now();
+        let start = UnixNanos::from(SystemTime::now());
         let mut fixed = Written::new("n", None, span::SpanKind::Client, start);
         let mut general = Written::new("n", None, span::SpanKind::Client, start);
         fixed.fixed(fixed!(("network.transport", "tcp"), ("network.protocol.name", "http")));
@@ -935,7 +939,7 @@ mod tests {
         let (head, cut) = clip(&long);
         assert!(head.len() <= MAX_TEXT && cut == "…" && long.starts_with(head));
         assert_eq!(clip("short"), ("short", ""));
-        let mut written = Written::new("tools/call", Some(&long), span::SpanKind::Server, SystemTime::now());
+        let mut written = Written::new("tools/call", Some(&long), span::SpanKind::Server, SystemTime::now().into());
         assert!(written.name().ends_with('…') && written.name().starts_with("tools/call é"));
         written.text(key!("k"), &long);
         for n in [0, 7, -1, 10, -32602, 1_000_000, i64::MAX, i64::MIN] {
