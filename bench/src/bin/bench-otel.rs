@@ -145,8 +145,9 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
         load(server.port, request, 4, Duration::from_millis(500)).await; // warm-up
     }
     let mut measured = vec![Vec::new(); servers.len()];
-    for _ in 0..rounds() {
-        for (i, (server, request)) in servers.iter().zip(&requests).enumerate() {
+    for round in 0..rounds() {
+        for i in in_turn(round, servers.len()) {
+            let (server, request) = (&servers[i], &requests[i]);
             let cpu = cpu_time(server.child.id());
             let started = std::time::Instant::now();
             let per_second = load(server.port, request, 16, Duration::from_secs(1)).await;
@@ -156,6 +157,14 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
         }
     }
     measured
+}
+
+/// The order the variants are measured in, in round `round` of `count` variants: each round
+/// starts one further on, so that no variant always follows the same one (a server measured
+/// right after the one exporting every span shares the machine with that one's last exports,
+/// and with the collector taking them).
+fn in_turn(round: usize, count: usize) -> impl Iterator<Item = usize> {
+    (0..count).map(move |i| (round + i) % count)
 }
 
 /// Each variant's figures against the first's: the first's medians, and for the others the
@@ -311,18 +320,18 @@ async fn main() {
     println!("  the collector received {} KiB of spans", exported_http / 1024);
 
     let mut piped = vec![Vec::new(); variants.len()];
-    for _ in 0..rounds() {
-        for (i, v) in variants.iter().enumerate() {
-            piped[i].push(stdio_pipelined(v, 50_000));
+    for round in 0..rounds() {
+        for i in in_turn(round, variants.len()) {
+            piped[i].push(stdio_pipelined(&variants[i], 50_000));
         }
     }
     // One call at a time with client and server on one CPU (as bench-stdio measures latency):
     // across cores, the scheduler's wake-ups make the figure flip between runs.
     mcp_bench::pin_to_one_cpu();
     let mut latency = vec![Vec::new(); variants.len()];
-    for _ in 0..rounds() {
-        for (i, v) in variants.iter().enumerate() {
-            latency[i].push(stdio_latency(v, 2_000));
+    for round in 0..rounds() {
+        for i in in_turn(round, variants.len()) {
+            latency[i].push(stdio_latency(&variants[i], 2_000));
         }
     }
     // The stdio servers flush their spans as they exit: give the collector a moment.

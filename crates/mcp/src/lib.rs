@@ -103,11 +103,11 @@ pub async fn serve(router: Router) -> std::io::Result<()> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args.is_empty() {
         cli::init_logging();
-        cli::init_telemetry();
+        cli::init_telemetry_serving();
         cli::serving_stdio_only();
         util::random::check()?; // ids and keys need it: refused at start, not on a request
         let served = transport::stdio::serve(router).await;
-        cli::flush_telemetry();
+        cli::flush_telemetry_serving().await;
         return served;
     }
     match cli::parse_plain(&router, args) {

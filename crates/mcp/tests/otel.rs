@@ -654,7 +654,12 @@ fn a_stalled_or_absent_collector_costs_spans_not_requests() {
 /// Starts `server` (this binary as a stdio server), initializes it, sends it `calls` (requests
 /// numbered from 1), checks that each is answered in turn, then closes its input and waits for
 /// it to end, which it must do cleanly.
-fn stdio_session(mut server: Command, calls: &[Value]) {
+fn stdio_session(server: Command, calls: &[Value]) {
+    stdio_session_checking(server, calls, |_| {});
+}
+
+/// [`stdio_session`], with `check` given the server's pid once every call was answered.
+fn stdio_session_checking(mut server: Command, calls: &[Value], check: impl FnOnce(u32)) {
     use std::io::Write as _;
     let mut server = Killed(server.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap());
     let mut stdin = server.0.stdin.take().unwrap();
@@ -669,6 +674,7 @@ fn stdio_session(mut server: Command, calls: &[Value]) {
         let line = lines.next().unwrap().unwrap();
         assert!(line.contains(&format!("\"id\":{id}")), "answer {id}: {line}");
     }
+    check(server.0.id());
     drop(stdin); // the server ends as its input does
     let status = server.0.wait().unwrap();
     assert!(status.success(), "{status}");
@@ -705,7 +711,8 @@ fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
 }
 
 /// A stdio server the command line serves (`--stdio`) with spans off but metrics pushed pushes
-/// what it measured as it ends, well before the push interval: its one call's duration.
+/// what it measured as it ends, well before the push interval: its one call's duration. The push
+/// runs on the server's own runtime: the process has no export thread.
 fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     let mut receiver = Receiver::start("ok");
     let mut server = Command::new(std::env::current_exe().unwrap());
@@ -713,11 +720,21 @@ fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     otel_env(&mut server, &receiver.endpoint());
     server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
-    stdio_session(server, &[call]);
+    stdio_session_checking(server, &[call], |pid| {
+        let threads = thread_names(pid);
+        assert!(!threads.iter().any(|t| t == "mcp-telemetry"), "an export thread: {threads:?}");
+    });
     receiver.wait_for(Duration::from_secs(10), |seen| {
         seen.iter().any(|r| {
             r["service"] == "otel-test-metrics-only"
                 && r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64() == Some(1)
         })
     });
+}
+
+/// The names of a process's threads (Linux's `/proc`).
+fn thread_names(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc");
+    let names = tasks.flatten().filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok());
+    names.map(|name| name.trim().to_owned()).collect()
 }

@@ -177,7 +177,7 @@ pub async fn serve_with_routes(
     side_routes: Option<crate::transport::http::SideRoutes>,
 ) -> std::io::Result<()> {
     init_logging();
-    init_telemetry();
+    init_telemetry_serving();
     // Session and task ids, keys: a server without random bytes refuses to start, saying so.
     crate::util::random::check()?;
     if args.limits.audit_log.is_none() && !exports_telemetry() && !has_stop_hooks() {
@@ -193,7 +193,7 @@ pub async fn serve_with_routes(
     };
     run_stop_hooks().await;
     crate::server::middleware::close_audit_logs();
-    flush_telemetry();
+    flush_telemetry_serving().await;
     match stopped {
         Some(result) => result,
         // The transport may hold a blocking read (a terminal's stdin): nothing is left to wait for.
@@ -233,6 +233,19 @@ async fn run_stop_hooks() {
 pub fn init_telemetry() {
     #[cfg(feature = "otel")]
     crate::telemetry::init(&logging::program_name());
+}
+
+/// [`init_telemetry`] for a server about to serve on the runtime this is called from, which
+/// flushes with [`flush_telemetry_serving`] before it ends (the metrics' push may run there).
+pub(crate) fn init_telemetry_serving() {
+    #[cfg(feature = "otel")]
+    crate::telemetry::init_serving(&logging::program_name());
+}
+
+/// [`flush_telemetry`] from the runtime [`init_telemetry_serving`] was called on.
+pub(crate) async fn flush_telemetry_serving() {
+    #[cfg(feature = "otel")]
+    crate::telemetry::flush_serving(Duration::from_secs(2)).await;
 }
 
 /// Tells telemetry that this process serves stdio only, after [`init_telemetry`]: nothing serves

@@ -9,7 +9,9 @@
 //! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken
 //! once per batch rather than per span, and exports one batch at a time, each export bounded by
 //! `OTEL_BSP_EXPORT_TIMEOUT`. That task, and every export request, runs on a runtime of its own,
-//! on a thread of its own: a server's threads never wait for a collector. When the collector is
+//! on a thread of its own: a server's threads never wait for a collector. (A server the command
+//! line serves that exports no span, only pushes its metrics, pushes them from its own runtime
+//! instead, a task that awaits the collector as any other: see `lend`.) When the collector is
 //! slow or gone, the queue fills and the spans that do not fit are dropped, and counted
 //! (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the collector
 //! did not take is counted as failed (`otel.sdk.exporter.span.exported` with the failure's
@@ -35,10 +37,10 @@ use super::wire::Queued;
 /// The largest response body read from a collector.
 const MAX_RESPONSE: usize = 4 * 1024 * 1024;
 
-/// The runtime exports run on: one thread, started on first use, living as long as the process.
+/// The runtime exports run on: the serving runtime [`lend`] was given, else one thread of its
+/// own, started on first use and living as long as the process.
 fn runtime() -> &'static tokio::runtime::Handle {
-    static HANDLE: OnceLock<tokio::runtime::Handle> = OnceLock::new();
-    HANDLE.get_or_init(|| {
+    RUNTIME.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a telemetry runtime");
         let handle = runtime.handle().clone();
         let started = std::thread::Builder::new()
@@ -49,6 +51,27 @@ fn runtime() -> &'static tokio::runtime::Handle {
         }
         handle
     })
+}
+
+static RUNTIME: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+
+/// Whether exports run on a runtime [`lend`] was given (which the flush must not block).
+static LENT: AtomicBool = AtomicBool::new(false);
+
+/// Lets exports run on `serving`, the runtime a server serves on, rather than on a thread of
+/// their own, when nothing ran on the export runtime yet: what the command line does when no
+/// span is exported and only the metrics are pushed (a task that wakes once a minute). A second
+/// thread would cost every request more than that: once a process has two threads, glibc takes
+/// its allocator's locks and makes every system call a cancellation point (about 3% of an
+/// `echo` call's time over HTTP, measured with an idle thread added to a server). Whoever lends
+/// its runtime flushes with [`flush_metrics_async`] from it, and keeps it running as long as
+/// the process exports.
+pub(crate) fn lend(serving: tokio::runtime::Handle) -> bool {
+    let lent = RUNTIME.set(serving).is_ok();
+    if lent {
+        LENT.store(true, Ordering::Relaxed);
+    }
+    lent
 }
 
 /// How an export request reaches the collector: our hyper client, each request spawned on the
@@ -373,12 +396,14 @@ impl SpanProcessor for Batcher {
 }
 
 /// Asks an export task (spans or metrics) to export what it holds, and waits at most `timeout`
-/// (from any thread but the export thread's).
+/// (from any thread but the export runtime's: when exports run on a lent runtime, not from
+/// inside a runtime at all, where the wait could hold the very thread the export needs; that
+/// flush is [`flush_metrics_async`]).
 fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdkResult {
-    let (done, exported) = oneshot::channel();
-    if commands.try_send(Command::Flush(done)).is_err() {
-        return Err(OTelSdkError::InternalFailure("the export task is busy or gone".into()));
+    if LENT.load(Ordering::Relaxed) && tokio::runtime::Handle::try_current().is_ok() {
+        return Err(OTelSdkError::InternalFailure("exports run on this runtime: flush them asynchronously".into()));
     }
+    let exported = ask_flush(commands)?;
     let (tx, rx) = std::sync::mpsc::channel();
     runtime().spawn(async move {
         let _ = tx.send(exported.await.is_ok());
@@ -387,6 +412,15 @@ fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdk
         Ok(true) => Ok(()),
         Ok(false) => Err(OTelSdkError::InternalFailure("the export task is gone".into())),
         Err(_) => Err(OTelSdkError::Timeout(timeout)),
+    }
+}
+
+/// Asks an export task to export what it holds: the answer comes once it did.
+fn ask_flush(commands: &mpsc::Sender<Command>) -> Result<oneshot::Receiver<()>, OTelSdkError> {
+    let (done, exported) = oneshot::channel();
+    match commands.try_send(Command::Flush(done)) {
+        Ok(()) => Ok(exported),
+        Err(_) => Err(OTelSdkError::InternalFailure("the export task is busy or gone".into())),
     }
 }
 
@@ -582,6 +616,18 @@ pub(crate) fn flush_metrics(timeout: Duration) -> OTelSdkResult {
     match METRIC_COMMANDS.get() {
         Some(commands) => flush_batcher(commands, timeout),
         None => Ok(()),
+    }
+}
+
+/// [`flush_metrics`] from a task: what runs on a lent runtime (see [`lend`]) flushes so, the
+/// push going on beside the wait.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
+pub(crate) async fn flush_metrics_async(timeout: Duration) -> OTelSdkResult {
+    let Some(commands) = METRIC_COMMANDS.get() else { return Ok(()) };
+    match tokio::time::timeout(timeout, ask_flush(commands)?).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(OTelSdkError::InternalFailure("the export task is gone".into())),
+        Err(_) => Err(OTelSdkError::Timeout(timeout)),
     }
 }
 

@@ -111,6 +111,19 @@ pub fn is_tracing() -> bool {
 /// process; later calls do nothing. A configuration that cannot work is said on stderr, and the
 /// process goes on without what it asked for.
 pub fn init(service: &str) {
+    init_lending(service, None);
+}
+
+/// [`init`] for a server that serves on the runtime this is called from, and flushes with
+/// [`flush_serving`] before that runtime ends: when no span is exported and only the metrics are
+/// pushed, their push runs there, once a minute, rather than on a thread of its own (see
+/// [`export::lend`] for what a second thread costs every request).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
+pub(crate) fn init_serving(service: &str) {
+    init_lending(service, tokio::runtime::Handle::try_current().ok());
+}
+
+fn init_lending(service: &str, serving: Option<tokio::runtime::Handle>) {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let config = match config::Config::from_env(service) {
@@ -125,6 +138,9 @@ pub fn init(service: &str) {
         }
         opentelemetry::global::set_text_map_propagator(carrier::propagator());
         SAMPLING_OFF.store(config.roots == config::Roots::None, std::sync::atomic::Ordering::Relaxed);
+        if let Some(serving) = serving.filter(|_| config.traces.is_none() && config.metrics) {
+            export::lend(serving);
+        }
         metrics::init(&config);
         if let Some(traces) = &config.traces {
             let sampler = opentelemetry_sdk::trace::Config::default().sampler;
@@ -151,6 +167,16 @@ pub fn flush(timeout: Duration) {
         let _ = export::flush(timeout);
     }
     metrics::flush(timeout);
+}
+
+/// [`flush`] from the runtime [`init_serving`] was called on, which may be the one the metrics
+/// are pushed from.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
+pub(crate) async fn flush_serving(timeout: Duration) {
+    if TRACING.get().is_some() {
+        let _ = export::flush(timeout);
+    }
+    let _ = export::flush_metrics_async(timeout).await;
 }
 
 /// The trace and span ids of the span the current code runs in (the server span of the request
