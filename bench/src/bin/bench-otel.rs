@@ -160,11 +160,22 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
 }
 
 /// The order the variants are measured in, in round `round` of `count` variants: each round
-/// starts one further on, so that no variant always follows the same one (a server measured
-/// right after the one exporting every span shares the machine with that one's last exports,
-/// and with the collector taking them).
+/// starts one further on and steps through them by another stride (one prime to `count`, so
+/// that each variant is measured once), so that no variant always follows the same one (a
+/// server measured right after the one exporting every span shares the machine with that one's
+/// last exports, and with the collector taking them).
 fn in_turn(round: usize, count: usize) -> impl Iterator<Item = usize> {
-    (0..count).map(move |i| (round + i) % count)
+    let strides: Vec<usize> = (1..count.max(2)).filter(|s| gcd(*s, count) == 1).collect();
+    let stride = strides[round % strides.len()];
+    (0..count).map(move |i| (round + i * stride) % count)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Each variant's figures against the first's: the first's medians, and for the others the

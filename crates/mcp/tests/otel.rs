@@ -56,7 +56,7 @@ fn main() {
         Ok("client") => runtime().block_on(client_role()),
         Ok("stalled-client") => runtime().block_on(stalled_client_role()),
         _ => {
-            let tests: [(&str, fn()); 4] = [
+            let tests: [(&str, fn()); 5] = [
                 ("one trace across three processes", one_trace_across_three_processes),
                 ("a stalled or absent collector", a_stalled_or_absent_collector_costs_spans_not_requests),
                 (
@@ -64,6 +64,7 @@ fn main() {
                     with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on,
                 ),
                 ("metrics pushed as a stdio server ends", a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends),
+                ("metrics pushed from the server's runtime", metrics_pushed_from_the_servers_runtime),
             ];
             for (name, test) in tests {
                 let started = Instant::now();
@@ -711,8 +712,7 @@ fn with_nothing_configured_a_stdio_server_still_passes_a_trace_context_on() {
 }
 
 /// A stdio server the command line serves (`--stdio`) with spans off but metrics pushed pushes
-/// what it measured as it ends, well before the push interval: its one call's duration. The push
-/// runs on the server's own runtime: the process has no export thread.
+/// what it measured as it ends, well before the push interval: its one call's duration.
 fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     let mut receiver = Receiver::start("ok");
     let mut server = Command::new(std::env::current_exe().unwrap());
@@ -720,10 +720,7 @@ fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     otel_env(&mut server, &receiver.endpoint());
     server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
-    stdio_session_checking(server, &[call], |pid| {
-        let threads = thread_names(pid);
-        assert!(!threads.iter().any(|t| t == "mcp-telemetry"), "an export thread: {threads:?}");
-    });
+    stdio_session(server, &[call]);
     receiver.wait_for(Duration::from_secs(10), |seen| {
         seen.iter().any(|r| {
             r["service"] == "otel-test-metrics-only"
@@ -732,9 +729,46 @@ fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     });
 }
 
-/// The names of a process's threads (Linux's `/proc`).
+/// Such a server pushing to an IP address over plain HTTP pushes from its own runtime: its
+/// threads, once it pushed, are those it served with. Pushing to a host name, it has an export
+/// thread (a resolver's lookups would bring a thread anyway).
+fn metrics_pushed_from_the_servers_runtime() {
+    let mut receiver = Receiver::start("ok");
+    for (host, service, export_thread) in
+        [("127.0.0.1", "otel-test-pushed-here", false), ("localhost", "otel-test-pushed-by-name", true)]
+    {
+        let endpoint = receiver.endpoint().replace("127.0.0.1", host);
+        let mut server = Command::new(std::env::current_exe().unwrap());
+        server.arg("--stdio").env(ROLE, "stdio-server").env("OTEL_SERVICE_NAME", service);
+        otel_env(&mut server, &endpoint);
+        server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
+        server.env("OTEL_METRIC_EXPORT_INTERVAL", "100");
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+        stdio_session_checking(server, &[call], |pid| {
+            let serving = thread_names(pid);
+            // A push while it serves (the interval's, not the exit's), then its threads again.
+            receiver.wait_for(Duration::from_secs(10), |seen| {
+                seen.iter().any(|r| {
+                    r["service"] == service
+                        && r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64() == Some(1)
+                })
+            });
+            let pushed = thread_names(pid);
+            if export_thread {
+                assert!(pushed.iter().any(|t| t == "mcp-telemetry"), "{host}: no export thread: {pushed:?}");
+            } else {
+                assert_eq!(pushed, serving, "{host}: a thread more once it pushed");
+                assert!(!pushed.iter().any(|t| t == "mcp-telemetry"), "{host}: an export thread: {pushed:?}");
+            }
+        });
+    }
+}
+
+/// The names of a process's threads (Linux's `/proc`), sorted.
 fn thread_names(pid: u32) -> Vec<String> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc");
     let names = tasks.flatten().filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok());
-    names.map(|name| name.trim().to_owned()).collect()
+    let mut names: Vec<String> = names.map(|name| name.trim().to_owned()).collect();
+    names.sort();
+    names
 }

@@ -259,7 +259,7 @@ pub(crate) fn serving_stdio_only() {
 /// Whether spans or metrics are exported (and must be flushed before the process ends).
 fn exports_telemetry() -> bool {
     #[cfg(feature = "otel")]
-    return crate::telemetry::is_tracing() || crate::telemetry::export::pushes_metrics();
+    return crate::telemetry::is_tracing() || crate::telemetry::push::pushes();
     #[cfg(not(feature = "otel"))]
     false
 }

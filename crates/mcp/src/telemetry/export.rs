@@ -9,9 +9,8 @@
 //! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, or whatever came within `OTEL_BSP_SCHEDULE_DELAY`), woken
 //! once per batch rather than per span, and exports one batch at a time, each export bounded by
 //! `OTEL_BSP_EXPORT_TIMEOUT`. That task, and every export request, runs on a runtime of its own,
-//! on a thread of its own: a server's threads never wait for a collector. (A server the command
-//! line serves that exports no span, only pushes its metrics, pushes them from its own runtime
-//! instead, a task that awaits the collector as any other: see `lend`.) When the collector is
+//! on a thread of its own: a server's threads never wait for a collector. (The metrics' push runs
+//! there too, or on a server's own runtime: see `push`.) When the collector is
 //! slow or gone, the queue fills and the spans that do not fit are dropped, and counted
 //! (`otel.sdk.processor.span.processed` with `error.type = queue_full`); a batch the collector
 //! did not take is counted as failed (`otel.sdk.exporter.span.exported` with the failure's
@@ -25,7 +24,6 @@ use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use opentelemetry::KeyValue;
 use opentelemetry_http::{HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
 use tokio::sync::{mpsc, oneshot};
@@ -37,10 +35,10 @@ use super::wire::Queued;
 /// The largest response body read from a collector.
 const MAX_RESPONSE: usize = 4 * 1024 * 1024;
 
-/// The runtime exports run on: the serving runtime [`lend`] was given, else one thread of its
-/// own, started on first use and living as long as the process.
-fn runtime() -> &'static tokio::runtime::Handle {
-    RUNTIME.get_or_init(|| {
+/// The runtime exports run on: one thread, started on first use, living as long as the process.
+pub(super) fn runtime() -> &'static tokio::runtime::Handle {
+    static HANDLE: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a telemetry runtime");
         let handle = runtime.handle().clone();
         let started = std::thread::Builder::new()
@@ -53,31 +51,11 @@ fn runtime() -> &'static tokio::runtime::Handle {
     })
 }
 
-static RUNTIME: OnceLock<tokio::runtime::Handle> = OnceLock::new();
-
-/// Whether exports run on a runtime [`lend`] was given (which the flush must not block).
-static LENT: AtomicBool = AtomicBool::new(false);
-
-/// Lets exports run on `serving`, the runtime a server serves on, rather than on a thread of
-/// their own, when nothing ran on the export runtime yet: what the command line does when no
-/// span is exported and only the metrics are pushed (a task that wakes once a minute). A second
-/// thread would cost every request more than that: once a process has two threads, glibc takes
-/// its allocator's locks and makes every system call a cancellation point (about 3% of an
-/// `echo` call's time over HTTP, measured with an idle thread added to a server). Whoever lends
-/// its runtime flushes with [`flush_metrics_async`] from it, and keeps it running as long as
-/// the process exports.
-pub(crate) fn lend(serving: tokio::runtime::Handle) -> bool {
-    let lent = RUNTIME.set(serving).is_ok();
-    if lent {
-        LENT.store(true, Ordering::Relaxed);
-    }
-    lent
-}
-
 /// How an export request reaches the collector: our hyper client, each request spawned on the
-/// export runtime (so the SDK's own threads may await it too), within the exporter's timeout.
+/// export runtime (so the SDK's own threads may await it too), or sent from the task that asks
+/// ([`Sender::here`]), within the exporter's timeout.
 #[derive(Clone)]
-struct Sender {
+pub(super) struct Sender {
     #[cfg(feature = "tls")]
     client: hyper_util::client::legacy::Client<crate::net::connect::Connector, http_body_util::Full<Bytes>>,
     #[cfg(not(feature = "tls"))]
@@ -86,6 +64,8 @@ struct Sender {
         http_body_util::Full<Bytes>,
     >,
     timeout: Duration,
+    /// Sent from the task that asks, on its runtime, rather than spawned on the export runtime.
+    here: bool,
 }
 
 impl std::fmt::Debug for Sender {
@@ -95,8 +75,19 @@ impl std::fmt::Debug for Sender {
 }
 
 impl Sender {
-    fn new() -> std::io::Result<Sender> {
+    /// A client whose requests run on the export runtime.
+    pub(super) fn new() -> std::io::Result<Sender> {
         let _inside = runtime().enter(); // the connector's resolver belongs to that runtime
+        Sender::build(false)
+    }
+
+    /// A client whose requests run where they are awaited, a task of the runtime this is called
+    /// from (the export runtime is not started).
+    pub(super) fn here() -> std::io::Result<Sender> {
+        Sender::build(true)
+    }
+
+    fn build(here: bool) -> std::io::Result<Sender> {
         #[cfg(feature = "tls")]
         let connector = crate::net::connect::Connector::new(&[])?;
         #[cfg(not(feature = "tls"))]
@@ -107,7 +98,7 @@ impl Sender {
             .and_then(|v| v.trim().parse().ok())
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
-        Ok(Sender { client, timeout })
+        Ok(Sender { client, timeout, here })
     }
 }
 
@@ -197,6 +188,13 @@ impl HttpClient for Sender {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
         let (parts, body) = request.into_parts();
         let request = Request::from_parts(parts, http_body_util::Full::new(body));
+        if self.here {
+            return match self.exchange(request, self.timeout).await {
+                Ok((parts, body)) => body.map(|bytes| Response::from_parts(parts, bytes)).map_err(HttpError::from),
+                Err(Unanswered::Failed(e)) => Err(HttpError::from(e)),
+                Err(Unanswered::TimedOut) => Err(HttpError::from(format!("no answer within {:?}", self.timeout))),
+            };
+        }
         let sender = self.clone();
         let sent = runtime().spawn(async move {
             match sender.exchange(request, sender.timeout).await {
@@ -319,7 +317,7 @@ pub(crate) fn register_counters(meter: &opentelemetry::metrics::Meter) {
 }
 
 /// A message to the export task.
-enum Command {
+pub(super) enum Command {
     /// Export what is queued now, then answer.
     Flush(oneshot::Sender<()>),
 }
@@ -396,13 +394,8 @@ impl SpanProcessor for Batcher {
 }
 
 /// Asks an export task (spans or metrics) to export what it holds, and waits at most `timeout`
-/// (from any thread but the export runtime's: when exports run on a lent runtime, not from
-/// inside a runtime at all, where the wait could hold the very thread the export needs; that
-/// flush is [`flush_metrics_async`]).
-fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdkResult {
-    if LENT.load(Ordering::Relaxed) && tokio::runtime::Handle::try_current().is_ok() {
-        return Err(OTelSdkError::InternalFailure("exports run on this runtime: flush them asynchronously".into()));
-    }
+/// (from any thread but the export thread's).
+pub(super) fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdkResult {
     let exported = ask_flush(commands)?;
     let (tx, rx) = std::sync::mpsc::channel();
     runtime().spawn(async move {
@@ -416,7 +409,7 @@ fn flush_batcher(commands: &mpsc::Sender<Command>, timeout: Duration) -> OTelSdk
 }
 
 /// Asks an export task to export what it holds: the answer comes once it did.
-fn ask_flush(commands: &mpsc::Sender<Command>) -> Result<oneshot::Receiver<()>, OTelSdkError> {
+pub(super) fn ask_flush(commands: &mpsc::Sender<Command>) -> Result<oneshot::Receiver<()>, OTelSdkError> {
     let (done, exported) = oneshot::channel();
     match commands.try_send(Command::Flush(done)) {
         Ok(()) => Ok(exported),
@@ -542,93 +535,6 @@ pub(crate) fn tracer_provider(
         .with_sampler(sampler)
         .with_span_processor(batcher)
         .build())
-}
-
-/// The OTLP/HTTP metric exporter ([`push_metrics`] drives it).
-pub(crate) fn metric_exporter() -> Result<opentelemetry_otlp::MetricExporter, String> {
-    let client = Sender::new().map_err(|e| e.to_string())?;
-    opentelemetry_otlp::MetricExporter::builder()
-        .with_http()
-        .with_http_client(client)
-        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// The metric push task's requests (one task per process, when metrics are pushed).
-static METRIC_COMMANDS: OnceLock<mpsc::Sender<Command>> = OnceLock::new();
-
-/// Pushes what `reader` has gathered with `exporter` every `interval`, and when a flush asks,
-/// on the export runtime. The first failure in a row is said on stderr.
-pub(crate) fn push_metrics(
-    exporter: opentelemetry_otlp::MetricExporter,
-    reader: std::sync::Arc<opentelemetry_sdk::metrics::ManualReader>,
-    interval: Duration,
-) {
-    use opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
-    use opentelemetry_sdk::metrics::reader::MetricReader as _;
-    let (commands, mut requests) = mpsc::channel(4);
-    if METRIC_COMMANDS.set(commands).is_err() {
-        return;
-    }
-    runtime().spawn(async move {
-        let mut failing = false;
-        loop {
-            let flush = tokio::select! {
-                () = tokio::time::sleep(interval) => None,
-                request = requests.recv() => match request {
-                    Some(Command::Flush(done)) => Some(done),
-                    None => return,
-                },
-            };
-            let mut collected = opentelemetry_sdk::metrics::data::ResourceMetrics::default();
-            if reader.collect(&mut collected).is_ok() {
-                let pushed = match tokio::time::timeout(Duration::from_secs(30), exporter.export(&collected)).await {
-                    Ok(pushed) => pushed.map_err(|e| e.to_string()),
-                    Err(_) => Err("no answer within 30 s".to_owned()),
-                };
-                match pushed {
-                    Err(e) if !failing => {
-                        failing = true;
-                        tracing::warn!(
-                            "OpenTelemetry: metrics could not be exported ({e}); later failures are not said"
-                        );
-                    }
-                    Ok(()) => failing = false,
-                    Err(_) => {}
-                }
-            }
-            if let Some(done) = flush {
-                let _ = done.send(());
-            }
-        }
-    });
-}
-
-/// Whether an exporter pushes the metrics (its task started).
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
-pub(crate) fn pushes_metrics() -> bool {
-    METRIC_COMMANDS.get().is_some()
-}
-
-/// Pushes the metrics now, when they are pushed at all, waiting at most `timeout`.
-pub(crate) fn flush_metrics(timeout: Duration) -> OTelSdkResult {
-    match METRIC_COMMANDS.get() {
-        Some(commands) => flush_batcher(commands, timeout),
-        None => Ok(()),
-    }
-}
-
-/// [`flush_metrics`] from a task: what runs on a lent runtime (see [`lend`]) flushes so, the
-/// push going on beside the wait.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
-pub(crate) async fn flush_metrics_async(timeout: Duration) -> OTelSdkResult {
-    let Some(commands) = METRIC_COMMANDS.get() else { return Ok(()) };
-    match tokio::time::timeout(timeout, ask_flush(commands)?).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => Err(OTelSdkError::InternalFailure("the export task is gone".into())),
-        Err(_) => Err(OTelSdkError::Timeout(timeout)),
-    }
 }
 
 /// Exports what is queued, waiting at most `timeout`.

@@ -70,7 +70,7 @@ impl MetricReader for Shared {
     }
 }
 
-fn build(config: Option<&Config>) -> Meters {
+fn build(config: Option<&Config>, serving: bool) -> Meters {
     let reader = Arc::new(ManualReader::builder().with_temporality(Temporality::Cumulative).build());
     let mut builder = SdkMeterProvider::builder().with_reader(Shared(reader.clone()));
     if let Some(config) = config {
@@ -78,11 +78,8 @@ fn build(config: Option<&Config>) -> Meters {
         if config.metrics {
             // Pushed from the one reader the Prometheus page reads too (the SDK's periodic
             // reader would be a second pipeline, every measurement recorded twice).
-            match super::export::metric_exporter() {
-                Ok(exporter) => super::export::push_metrics(exporter, reader.clone(), push_interval()),
-                Err(e) => {
-                    eprintln!("OpenTelemetry: the metric exporter cannot start ({e}); metrics stay on /metrics only")
-                }
+            if let Err(e) = super::push::start(reader.clone(), push_interval(), serving) {
+                eprintln!("OpenTelemetry: the metric exporter cannot start ({e}); metrics stay on /metrics only");
             }
         }
     }
@@ -114,7 +111,7 @@ fn build(config: Option<&Config>) -> Meters {
 }
 
 fn meters() -> &'static Meters {
-    METERS.get_or_init(|| build(None))
+    METERS.get_or_init(|| build(None, false))
 }
 
 /// Set when nothing in the process can read the histograms (see [`unread_unless_pushed`]).
@@ -132,15 +129,16 @@ pub(crate) fn recorded() -> bool {
 /// locked record, a call). [`prometheus`] turns them back on, from its first call.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
 pub(crate) fn unread_unless_pushed() {
-    if !super::export::pushes_metrics() {
+    if !super::push::pushes() {
         UNREAD.store(true, Ordering::Relaxed);
     }
 }
 
-/// Builds the instruments for `config` (with its resource, and the OTLP exporter it asks for),
-/// unless a measurement came first and built them plain.
-pub(crate) fn init(config: &Config) {
-    let _ = METERS.set(build(Some(config)));
+/// Builds the instruments for `config` (with its resource, and the OTLP exporter it asks for,
+/// pushing from the runtime this is called from when `serving`: see [`super::push`]), unless a
+/// measurement came first and built them plain.
+pub(crate) fn init(config: &Config, serving: bool) {
+    let _ = METERS.set(build(Some(config), serving));
 }
 
 /// Where an operation so labelled, starting now, records its duration as it ends.
@@ -182,7 +180,7 @@ fn push_interval() -> Duration {
 
 /// Pushes the metrics out now, when they are exported, waiting at most `timeout`.
 pub(crate) fn flush(timeout: Duration) {
-    let _ = super::export::flush_metrics(timeout);
+    let _ = super::push::flush(timeout);
 }
 
 /// Every metric, in the Prometheus text exposition format (version 0.0.4). (A stdio server the

@@ -11,6 +11,7 @@
 //!   spans, never a waiting request nor a growing queue; `wire` is how a span is written (as
 //!   the protobuf message it is sent as) and waits in it, `otlp` the request it goes out in;
 //! - [`metrics`]: the instruments, and the Prometheus text page HTTP servers serve at `/metrics`;
+//!   `push` pushes them over OTLP, from the export thread or from a server's own runtime;
 //! - [`config`]: the standard `OTEL_*` environment variables.
 //!
 //! Spans are made only once [`init`] ran (the command line of every server and `mcp` call it)
@@ -30,6 +31,7 @@ pub mod export;
 mod labels;
 pub mod metrics;
 mod otlp;
+pub(crate) mod push;
 pub mod spans;
 mod wire;
 
@@ -111,19 +113,21 @@ pub fn is_tracing() -> bool {
 /// process; later calls do nothing. A configuration that cannot work is said on stderr, and the
 /// process goes on without what it asked for.
 pub fn init(service: &str) {
-    init_lending(service, None);
+    init_once(service, false);
 }
 
-/// [`init`] for a server that serves on the runtime this is called from, and flushes with
+/// [`init`] for a server about to serve on the runtime this is called from, which flushes with
 /// [`flush_serving`] before that runtime ends: when no span is exported and only the metrics are
-/// pushed, their push runs there, once a minute, rather than on a thread of its own (see
-/// [`export::lend`] for what a second thread costs every request).
+/// pushed (to an IP address over plain HTTP), their push runs there, once a minute, rather than
+/// on a thread of its own (see [`push`] for what a second thread costs every request). Called
+/// again, by a server serving again on another runtime, it starts the push again there.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // called by the command line
 pub(crate) fn init_serving(service: &str) {
-    init_lending(service, tokio::runtime::Handle::try_current().ok());
+    init_once(service, true);
+    push::resume_here();
 }
 
-fn init_lending(service: &str, serving: Option<tokio::runtime::Handle>) {
+fn init_once(service: &str, serving: bool) {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let config = match config::Config::from_env(service) {
@@ -138,10 +142,7 @@ fn init_lending(service: &str, serving: Option<tokio::runtime::Handle>) {
         }
         opentelemetry::global::set_text_map_propagator(carrier::propagator());
         SAMPLING_OFF.store(config.roots == config::Roots::None, std::sync::atomic::Ordering::Relaxed);
-        if let Some(serving) = serving.filter(|_| config.traces.is_none() && config.metrics) {
-            export::lend(serving);
-        }
-        metrics::init(&config);
+        metrics::init(&config, serving && config.traces.is_none());
         if let Some(traces) = &config.traces {
             let sampler = opentelemetry_sdk::trace::Config::default().sampler;
             match export::tracer_provider(&config, traces, sampler.clone()) {
@@ -176,7 +177,7 @@ pub(crate) async fn flush_serving(timeout: Duration) {
     if TRACING.get().is_some() {
         let _ = export::flush(timeout);
     }
-    let _ = export::flush_metrics_async(timeout).await;
+    let _ = push::flush_async(timeout).await;
 }
 
 /// The trace and span ids of the span the current code runs in (the server span of the request
