@@ -159,23 +159,19 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
     measured
 }
 
-/// The order the variants are measured in, in round `round` of `count` variants: each round
-/// starts one further on and steps through them by another stride (one prime to `count`, so
-/// that each variant is measured once), so that no variant always follows the same one (a
-/// server measured right after the one exporting every span shares the machine with that one's
-/// last exports, and with the collector taking them).
-fn in_turn(round: usize, count: usize) -> impl Iterator<Item = usize> {
-    let strides: Vec<usize> = (1..count.max(2)).filter(|s| gcd(*s, count) == 1).collect();
-    let stride = strides[round % strides.len()];
-    (0..count).map(move |i| (round + i * stride) % count)
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+/// The order the variants are measured in, in round `round` of `count` variants: a row of
+/// Williams' design, a Latin square in which each variant is measured in each place, and follows
+/// each other variant, equally often over `count` rounds (`2 * count` when `count` is odd, the
+/// rounds after the first `count` taking the rows reversed). So no variant always follows the
+/// same one (a server measured right after the one exporting every span shares the machine with
+/// that one's last exports, and the collector taking them), nor always comes first or last.
+fn in_turn(round: usize, count: usize) -> Vec<usize> {
+    let first = (0..count).map(|i| if i % 2 == 1 { (i + 1) / 2 } else { (count - i / 2) % count });
+    let mut order: Vec<usize> = first.map(|variant| (variant + round) % count).collect();
+    if count % 2 == 1 && (round / count) % 2 == 1 {
+        order.reverse();
     }
+    order
 }
 
 /// Each variant's figures against the first's: the first's medians, and for the others the

@@ -36,20 +36,32 @@ struct Pusher {
 
 static PUSHER: OnceLock<Pusher> = OnceLock::new();
 
-/// The running push task's requests.
-static TASK: Mutex<Option<mpsc::Sender<Command>>> = Mutex::new(None);
+/// The running push task's requests, and the runtime it runs on.
+static TASK: Mutex<Option<Task>> = Mutex::new(None);
+
+struct Task {
+    commands: mpsc::Sender<Command>,
+    /// The server's runtime it runs on; `None`: the export thread's.
+    runtime: Option<tokio::runtime::Id>,
+}
 
 /// Starts pushing what `reader` gathers every `interval`: on the runtime this is called from
 /// when `serving` (the command line is about to serve on it, and no span is exported) and the
-/// collector is reached at an IP address over plain HTTP, else on the export thread.
+/// collector is reached at an IP address over plain HTTP, else on the export thread. Metrics
+/// count as pushed only once the push started.
 pub(crate) fn start(reader: Arc<ManualReader>, interval: Duration, serving: bool) -> Result<(), String> {
-    let on_server = serving
-        && tokio::runtime::Handle::try_current().is_ok()
-        && reached_at_an_address(|name| std::env::var(name).ok(), &Matcher::from_env());
-    if PUSHER.set(Pusher { reader, interval, on_server }).is_err() {
+    if PUSHER.get().is_some() {
         return Ok(());
     }
-    start_task()
+    // The connector follows the environment's proxies only when built with `tls`.
+    let proxies = if cfg!(feature = "tls") { Matcher::from_env() } else { Matcher::builder().build() };
+    let on_server = serving
+        && tokio::runtime::Handle::try_current().is_ok()
+        && reached_at_an_address(|name| std::env::var(name).ok(), &proxies);
+    let pusher = Pusher { reader, interval, on_server };
+    start_task(&pusher)?;
+    let _ = PUSHER.set(pusher);
+    Ok(())
 }
 
 /// Whether metrics are pushed.
@@ -58,33 +70,39 @@ pub(crate) fn pushes() -> bool {
 }
 
 /// Called as the command line starts serving on the runtime this is called from: when the push
-/// ran on a server's runtime that has ended since, it starts again on this one.
+/// ran on a server's runtime, and runs on no other since, it starts again on this one (the
+/// other may have ended, or no longer be driven).
 pub(crate) fn resume_here() {
-    let on_server = PUSHER.get().is_some_and(|p| p.on_server);
-    if !on_server || tokio::runtime::Handle::try_current().is_err() || running().is_some() {
+    let Some(pusher) = PUSHER.get().filter(|p| p.on_server) else { return };
+    if tokio::runtime::Handle::try_current().is_err() || running_here().is_some() {
         return;
     }
-    if let Err(e) = start_task() {
-        eprintln!("OpenTelemetry: the metric exporter cannot start ({e}); metrics stay on /metrics only");
+    if let Err(e) = start_task(pusher) {
+        eprintln!("OpenTelemetry: the metric push cannot start again ({e}); metrics stay on /metrics only");
     }
 }
 
-/// The running task's requests, if it runs.
-fn running() -> Option<mpsc::Sender<Command>> {
+/// The running task's requests, when it runs on the runtime this is called from (or on the
+/// export thread's, which is always driven).
+fn running_here() -> Option<mpsc::Sender<Command>> {
     let task = TASK.lock().unwrap_or_else(|e| e.into_inner());
-    task.as_ref().filter(|commands| !commands.is_closed()).cloned()
+    let task = task.as_ref().filter(|task| !task.commands.is_closed())?;
+    let here = tokio::runtime::Handle::try_current().map(|h| h.id()).ok();
+    (task.runtime.is_none() || task.runtime == here).then(|| task.commands.clone())
 }
 
-fn start_task() -> Result<(), String> {
-    let pusher = PUSHER.get().ok_or("metrics are not pushed")?;
+fn start_task(pusher: &Pusher) -> Result<(), String> {
     let (commands, requests) = mpsc::channel(4);
     let task = push_loop(exporter(pusher.on_server)?, pusher.reader.clone(), pusher.interval, requests);
-    if pusher.on_server {
-        tokio::spawn(task);
+    let runtime = if pusher.on_server {
+        let here = tokio::runtime::Handle::current();
+        here.spawn(task);
+        Some(here.id())
     } else {
         runtime().spawn(task);
-    }
-    *TASK.lock().unwrap_or_else(|e| e.into_inner()) = Some(commands);
+        None
+    };
+    *TASK.lock().unwrap_or_else(|e| e.into_inner()) = Some(Task { commands, runtime });
     Ok(())
 }
 
@@ -150,7 +168,7 @@ async fn push_once(exporter: &MetricExporter, reader: &ManualReader, failing: &m
 pub(crate) fn flush(timeout: Duration) -> OTelSdkResult {
     let Some(pusher) = PUSHER.get() else { return Ok(()) };
     if !pusher.on_server {
-        return match running() {
+        return match running_here() {
             Some(commands) => flush_batcher(&commands, timeout),
             None => Err(OTelSdkError::InternalFailure("the push task is gone".into())),
         };
@@ -169,7 +187,7 @@ pub(crate) fn flush(timeout: Duration) -> OTelSdkResult {
 /// runtime the push runs on flushes.
 pub(crate) async fn flush_async(timeout: Duration) -> OTelSdkResult {
     let Some(pusher) = PUSHER.get() else { return Ok(()) };
-    let Some(commands) = running() else {
+    let Some(commands) = running_here() else {
         return push_now(pusher, timeout).await.map_err(OTelSdkError::InternalFailure);
     };
     match tokio::time::timeout(timeout, ask_flush(&commands)?).await {
@@ -195,7 +213,7 @@ async fn push_now(pusher: &Pusher, timeout: Duration) -> Result<(), String> {
 /// Whether the push connects to an IP address over plain HTTP (the endpoint's, or that of the
 /// proxy the environment names for it): no name to resolve, no certificate to read.
 fn reached_at_an_address(var: impl Fn(&str) -> Option<String>, proxies: &Matcher) -> bool {
-    let var = |name: &str| var(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let var = |name: &str| var(name).filter(|v| !v.is_empty()); // as the exporter reads them
     let url = match (var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT")) {
         (Some(url), _) => url,
         (None, Some(base)) => format!("{}/v1/metrics", base.trim_end_matches('/')),
