@@ -166,7 +166,7 @@ async fn http_throughput(variants: &[Variant]) -> Vec<Vec<Figures>> {
 /// same one (a server measured right after the one exporting every span shares the machine with
 /// that one's last exports, and the collector taking them), nor always comes first or last.
 fn in_turn(round: usize, count: usize) -> Vec<usize> {
-    let first = (0..count).map(|i| if i % 2 == 1 { (i + 1) / 2 } else { (count - i / 2) % count });
+    let first = (0..count).map(|i| if i % 2 == 1 { i.div_ceil(2) } else { (count - i / 2) % count });
     let mut order: Vec<usize> = first.map(|variant| (variant + round) % count).collect();
     if count % 2 == 1 && (round / count) % 2 == 1 {
         order.reverse();
