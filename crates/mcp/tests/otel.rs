@@ -288,6 +288,14 @@ fn otel_env(command: &mut Command, endpoint: &str) {
 
 // ---- the tests --------------------------------------------------------------------------------
 
+/// The most `tools/call` durations any push of `service`'s metrics counted.
+fn pushed_calls(seen: &[Value], service: &str) -> Option<u64> {
+    seen.iter()
+        .filter(|r| r["service"] == service)
+        .filter_map(|r| r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64())
+        .max()
+}
+
 fn spans_of<'a>(seen: &'a [Value], service: &str) -> Vec<&'a Value> {
     seen.iter().filter(|v| v.get("span").is_some() && v["service"] == service).collect()
 }
@@ -354,12 +362,6 @@ fn one_trace_across_three_processes() {
     };
     // The stdio server pushed its histograms as it exited (its client closed it): serving stdio,
     // it records them because an exporter pushes them.
-    let pushed_calls = |seen: &[Value], service: &str| {
-        seen.iter()
-            .filter(|r| r["service"] == service)
-            .filter_map(|r| r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64())
-            .max()
-    };
     let seen = receiver
         .wait_for(Duration::from_secs(30), |seen| {
             pushed_calls(seen, "otel-test-stdio") == Some(3)
@@ -728,12 +730,7 @@ fn a_stdio_server_pushing_only_metrics_pushes_them_as_it_ends() {
     server.env("OTEL_TRACES_SAMPLER", "always_off").env_remove("OTEL_METRICS_EXPORTER");
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
     stdio_session(server, &[call]);
-    receiver.wait_for(Duration::from_secs(10), |seen| {
-        seen.iter().any(|r| {
-            r["service"] == "otel-test-metrics-only"
-                && r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64() == Some(1)
-        })
-    });
+    receiver.wait_for(Duration::from_secs(10), |seen| pushed_calls(seen, "otel-test-metrics-only") == Some(1));
 }
 
 /// Such a server pushing to an IP address over plain HTTP pushes from its own runtime: served on
@@ -753,12 +750,7 @@ fn metrics_pushed_from_the_servers_runtime() {
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
         stdio_session_checking(server, &[call], |pid| {
             // A push while it serves (the interval's, not the exit's), then its threads.
-            receiver.wait_for(Duration::from_secs(10), |seen| {
-                seen.iter().any(|r| {
-                    r["service"] == service
-                        && r["metrics"]["mcp.server.operation.duration"]["tools/call"].as_u64() == Some(1)
-                })
-            });
+            receiver.wait_for(Duration::from_secs(10), |seen| pushed_calls(seen, service) == Some(1));
             let pushed = thread_names(pid);
             if export_thread {
                 assert!(pushed.iter().any(|t| t == "mcp-telemetry"), "{host}: no export thread: {pushed:?}");

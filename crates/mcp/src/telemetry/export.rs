@@ -189,23 +189,24 @@ impl HttpClient for Sender {
         let (parts, body) = request.into_parts();
         let request = Request::from_parts(parts, http_body_util::Full::new(body));
         if self.here {
-            return match self.exchange(request, self.timeout).await {
-                Ok((parts, body)) => body.map(|bytes| Response::from_parts(parts, bytes)).map_err(HttpError::from),
-                Err(Unanswered::Failed(e)) => Err(HttpError::from(e)),
-                Err(Unanswered::TimedOut) => Err(HttpError::from(format!("no answer within {:?}", self.timeout))),
-            };
+            return self.answer(request).await.map_err(HttpError::from);
         }
         let sender = self.clone();
-        let sent = runtime().spawn(async move {
-            match sender.exchange(request, sender.timeout).await {
-                Ok((parts, body)) => body.map(|bytes| Response::from_parts(parts, bytes)),
-                Err(Unanswered::Failed(e)) => Err(e),
-                Err(Unanswered::TimedOut) => Err(format!("no answer within {:?}", sender.timeout)),
-            }
-        });
+        let sent = runtime().spawn(async move { sender.answer(request).await });
         match sent.await {
             Ok(result) => result.map_err(HttpError::from),
             Err(e) => Err(HttpError::from(format!("the export was abandoned: {e}"))),
+        }
+    }
+}
+
+impl Sender {
+    /// The collector's answer to `request` within the timeout, or why there is none.
+    async fn answer(&self, request: http::Request<http_body_util::Full<Bytes>>) -> Result<Response<Bytes>, String> {
+        match self.exchange(request, self.timeout).await {
+            Ok((parts, body)) => body.map(|bytes| Response::from_parts(parts, bytes)),
+            Err(Unanswered::Failed(e)) => Err(e),
+            Err(Unanswered::TimedOut) => Err(format!("no answer within {:?}", self.timeout)),
         }
     }
 }
